@@ -1,0 +1,18 @@
+/* Reading procfs/sysfs files with a single read() (see systemd's fileio.c:
+ * these files are generated at read time and must not be read piecewise). */
+#pragma once
+
+#include <stddef.h>
+
+/* Read all of `path` (relative to `dirfd` if not AT_FDCWD) with one read()
+ * into a freshly allocated NUL-terminated buffer of at most `max_size` bytes.
+ * Returns the length, or -errno; -EFBIG when the file is larger. The caller
+ * owns *ret_buf. */
+int read_virtual_file(const char *path, size_t max_size, char **ret_buf);
+
+/* Read a sysfs attribute into a buffer, stripping the trailing newline.
+ * Returns the length or -errno. */
+int read_one_line(const char *path, char *buf, size_t len);
+
+/* Join two path components into a newly allocated string; NULL on ENOMEM. */
+char *path_join(const char *a, const char *b);

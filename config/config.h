@@ -1,0 +1,140 @@
+/* The parsed, validated configuration: an immutable value built once by
+ * config_load_*(); nothing reads the file afterwards. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/iopsd/iopsd.conf"
+#define CONFIG_DEFAULT_LISTEN "127.0.0.1:9477"
+#define CONFIG_DEFAULT_STATE_DIRECTORY "/var/lib/iopsd"
+#define CONFIG_MAX_PROBES 64
+#define CONFIG_MAX_DEVICES 256
+#define CONFIG_MAX_ERRORS 64
+#define EX_CONFIG_STATUS 78
+
+enum probe_rw {
+	PROBE_RW_READ,      /* sequential read */
+	PROBE_RW_WRITE,     /* sequential write */
+	PROBE_RW_RANDREAD,
+	PROBE_RW_RANDWRITE,
+	PROBE_RW_RW,        /* sequential mixed, rwmixread */
+	PROBE_RW_RANDRW,    /* random mixed, rwmixread */
+	PROBE_RW_REWRITE,   /* sequential rewrite of the laid-out file (sysbench seqrewr) */
+	_PROBE_RW_MAX,
+};
+
+enum probe_engine {
+	PROBE_ENGINE_LIBAIO,
+	PROBE_ENGINE_SYNC,  /* run as libaio at iodepth 1 */
+	PROBE_ENGINE_PSYNC, /* run as libaio at iodepth 1 */
+	_PROBE_ENGINE_MAX,
+};
+
+const char *probe_rw_to_string(enum probe_rw rw);
+int probe_rw_from_string(const char *s);
+const char *probe_engine_to_string(enum probe_engine e);
+/* True when the mode issues reads / writes at all. */
+bool probe_rw_reads(enum probe_rw rw);
+bool probe_rw_writes(enum probe_rw rw);
+bool probe_rw_is_random(enum probe_rw rw);
+
+struct probe_config {
+	char *name;
+	unsigned line;          /* line of the [section] header */
+	enum probe_rw rw;
+	enum probe_engine ioengine;
+	uint64_t bs;            /* bytes, 512..16 MiB, multiple of 512 */
+	uint64_t size;          /* file size, or region of a raw device (0: whole device) */
+	char *directory;        /* file target: DIRECTORY/.iopsd/NAME.dat */
+	char *filename;         /* raw block device target, read-only */
+	unsigned iodepth;       /* 1..256 */
+	unsigned numjobs;       /* 1..64 */
+	unsigned rwmixread;     /* percent of reads in rw/randrw, 0..100 */
+	unsigned fsync;         /* fsync after every N writes, 0 never */
+	bool end_fsync;
+	uint64_t runtime_usec;  /* budget of one run; 0 when number_ios is set */
+	uint64_t number_ios;    /* ops per run and job; 0 when runtime is set */
+	uint64_t rate_iops;     /* cap across all jobs, 0 unlimited */
+	uint64_t interval_usec; /* time between run starts */
+	bool ceiling;           /* ceiling probe: short QD burst when the device is quiet */
+	bool allow_overlap;     /* may run concurrently with probes on the same device */
+};
+
+struct device_config {
+	char *name;              /* device name ("nvme1n1") or mount point ("/data") */
+	unsigned line;
+	uint64_t iops_limit;     /* 0 = not declared */
+	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
+	uint64_t burst_iops;     /* gp2-style bucket: burst rate, 0 = no model */
+	uint64_t burst_credits;  /* bucket size in I/O credits */
+	double credit_rate;      /* credits earned per second (the baseline IOPS) */
+	double ceiling_threshold; /* ratio counted as "at the limit" */
+};
+
+struct config {
+	char *path;              /* file it came from, or "(built-in default)" */
+	bool is_builtin;
+
+	char *listen_address;    /* "host:port", "[::1]:port", ":port" */
+	char *state_directory;
+	char *web_config_file;
+	int log_level;           /* LOG_*, or -1 when not set */
+	uint64_t probe_interval_usec;  /* default interval of probes */
+	uint64_t sample_interval_usec;
+	uint64_t history_usec;   /* length of the in-memory history */
+	char *device_include;    /* POSIX extended regex on device names, or NULL */
+	char *device_exclude;
+	double ceiling_threshold;
+	unsigned max_connections;
+	unsigned max_connections_per_ip;
+	uint64_t connection_timeout_usec;
+	unsigned max_devices;
+
+	struct probe_config *probes;
+	size_t n_probes;
+	struct device_config *devices;
+	size_t n_devices;
+};
+
+struct config_error {
+	char *file;
+	unsigned line; /* 0 when the error is not tied to a line */
+	char *message;
+};
+
+struct config_errors {
+	struct config_error items[CONFIG_MAX_ERRORS];
+	size_t n;
+	size_t n_dropped;
+};
+
+/* Load and validate `path`. On success returns 0 and a config the caller
+ * owns. On failure returns -EINVAL (or -errno when the file cannot be read)
+ * and fills `errs` with FILE:LINE messages; *ret is untouched. */
+int config_load_file(const char *path, struct config_errors *errs, struct config **ret);
+
+/* Same, from text in memory; `name` is used as FILE in messages. */
+int config_load_string(const char *name, const char *text, struct config_errors *errs,
+		       struct config **ret);
+
+/* The embedded default: every device sampled, one gentle 4k random-read
+ * probe on the state directory's filesystem. */
+int config_load_builtin(struct config **ret);
+extern const char config_builtin_text[];
+
+struct config *config_free(struct config *c);
+void config_errors_clear(struct config_errors *errs);
+
+/* Find a [device NAME] section by name; NULL when none. */
+const struct device_config *config_find_device(const struct config *c, const char *name);
+
+/* One-line human summary, e.g. "3 probes, 1 device limit, listen 127.0.0.1:9477". */
+int config_summary(const struct config *c, char *buf, size_t len);
+
+static inline void config_freep(struct config **c)
+{
+	config_free(*c);
+}
+#define _cleanup_config_ __attribute__((cleanup(config_freep)))

@@ -1,0 +1,156 @@
+/* iopsd's flags, named after the Prometheus exporter conventions. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "iopsd-build.h"
+#include "log.h"
+
+enum {
+	ARG_CONFIG = 0x100,
+	ARG_CHECK_CONFIG,
+	ARG_ONCE,
+	ARG_LISTEN,
+	ARG_WEB_CONFIG,
+	ARG_PROCFS,
+	ARG_SYSFS,
+	ARG_DEV_INCLUDE,
+	ARG_DEV_EXCLUDE,
+	ARG_LOG_LEVEL,
+	ARG_VERSION,
+};
+
+static void help(void)
+{
+	printf("Usage: iopsd [OPTIONS]\n"
+	       "\n"
+	       "Make disk performance ceilings visible: budgeted O_DIRECT probes, per-second\n"
+	       "/proc/diskstats sampling, Prometheus and JSON over HTTP.\n"
+	       "\n"
+	       "  --config FILE                 configuration (default " CONFIG_DEFAULT_PATH ",\n"
+	       "                                else a built-in default)\n"
+	       "  --check-config                validate the configuration, print a summary, exit\n"
+	       "  --once                        run every probe once, print JSON results, exit\n"
+	       "  --web.listen-address ADDR     HOST:PORT to listen on (default " CONFIG_DEFAULT_LISTEN ")\n"
+	       "  --web.config.file FILE        TLS and basic auth (exporter-toolkit format)\n"
+	       "  --path.procfs DIR             procfs mount point (default /proc)\n"
+	       "  --path.sysfs DIR              sysfs mount point (default /sys)\n"
+	       "  --collector.diskstats.device-include REGEX  devices to sample\n"
+	       "  --collector.diskstats.device-exclude REGEX  devices to skip\n"
+	       "  --log.level LEVEL             error, warning, info or debug (default info)\n"
+	       "  --version                     print the version and exit\n"
+	       "  --help                        print this help and exit\n"
+	       "\n"
+	       "See iopsd(8) and iopsd.conf(5).\n");
+}
+
+static bool valid_regex(const char *flag, const char *value)
+{
+	regex_t re;
+
+	if (regcomp(&re, value, REG_EXTENDED | REG_NOSUB) != 0) {
+		fprintf(stderr, "iopsd: %s: '%s' is not a valid extended regular expression\n", flag, value);
+		return false;
+	}
+	regfree(&re);
+	return true;
+}
+
+enum cli_action cli_parse(int argc, char **argv, struct cli_args *ret)
+{
+	static const struct option options[] = {
+		{"config", required_argument, NULL, ARG_CONFIG},
+		{"check-config", no_argument, NULL, ARG_CHECK_CONFIG},
+		{"once", no_argument, NULL, ARG_ONCE},
+		{"web.listen-address", required_argument, NULL, ARG_LISTEN},
+		{"web.config.file", required_argument, NULL, ARG_WEB_CONFIG},
+		{"path.procfs", required_argument, NULL, ARG_PROCFS},
+		{"path.sysfs", required_argument, NULL, ARG_SYSFS},
+		{"collector.diskstats.device-include", required_argument, NULL, ARG_DEV_INCLUDE},
+		{"collector.diskstats.device-exclude", required_argument, NULL, ARG_DEV_EXCLUDE},
+		{"log.level", required_argument, NULL, ARG_LOG_LEVEL},
+		{"version", no_argument, NULL, ARG_VERSION},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	struct cli_args a = {.procfs = "/proc", .sysfs = "/sys", .log_level = -1};
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_CONFIG:
+			a.config_path = optarg;
+			break;
+		case ARG_CHECK_CONFIG:
+			a.check_config = true;
+			break;
+		case ARG_ONCE:
+			a.once = true;
+			break;
+		case ARG_LISTEN:
+			if (!strchr(optarg, ':')) {
+				fprintf(stderr, "iopsd: --web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT\n",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			a.listen_address = optarg;
+			break;
+		case ARG_WEB_CONFIG:
+			a.web_config_file = optarg;
+			break;
+		case ARG_PROCFS:
+			a.procfs = optarg;
+			break;
+		case ARG_SYSFS:
+			a.sysfs = optarg;
+			break;
+		case ARG_DEV_INCLUDE:
+			if (!valid_regex("--collector.diskstats.device-include", optarg)) {
+				return CLI_EXIT_USAGE;
+			}
+			a.device_include = optarg;
+			break;
+		case ARG_DEV_EXCLUDE:
+			if (!valid_regex("--collector.diskstats.device-exclude", optarg)) {
+				return CLI_EXIT_USAGE;
+			}
+			a.device_exclude = optarg;
+			break;
+		case ARG_LOG_LEVEL:
+			a.log_level = log_level_from_string(optarg);
+			if (a.log_level < 0) {
+				fprintf(stderr, "iopsd: --log.level: '%s' is not one of error, warning, info, debug\n",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case ARG_VERSION:
+			printf("iopsd %s\n", IOPSD_VERSION);
+			return CLI_EXIT_OK;
+		case 'h':
+			help();
+			return CLI_EXIT_OK;
+		case '?':
+			if (optopt) {
+				fprintf(stderr, "iopsd: %s: missing or unexpected argument\n", argv[optind - 1]);
+			} else {
+				fprintf(stderr, "iopsd: %s: unknown flag; see --help\n", argv[optind - 1]);
+			}
+			return CLI_EXIT_USAGE;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "iopsd: '%s': unexpected argument; see --help\n", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	*ret = a;
+	return CLI_RUN;
+}

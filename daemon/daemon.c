@@ -1,0 +1,247 @@
+/* Daemon lifecycle: event loop, signals, reload, sd_notify and watchdog. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "macro.h"
+
+static uint64_t now_realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static int replace_string(char **dst, const char *value)
+{
+	char *s;
+
+	if (!value) {
+		return 0;
+	}
+	s = strdup(value);
+	if (!s) {
+		return -ENOMEM;
+	}
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static void print_config_errors(const struct config_errors *errs)
+{
+	for (size_t i = 0; i < errs->n; i++) {
+		const struct config_error *e = &errs->items[i];
+
+		if (e->line > 0) {
+			log_error("%s:%u: %s", e->file, e->line, e->message ? e->message : "out of memory");
+		} else {
+			log_error("%s: %s", e->file, e->message ? e->message : "out of memory");
+		}
+	}
+	if (errs->n_dropped > 0) {
+		log_error("... and %zu more errors", errs->n_dropped);
+	}
+}
+
+int daemon_load_config(const struct cli_args *args, struct config **ret)
+{
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	const char *path = args->config_path;
+	int r;
+
+	if (!path && access(CONFIG_DEFAULT_PATH, F_OK) == 0) {
+		path = CONFIG_DEFAULT_PATH;
+	}
+	if (path) {
+		r = config_load_file(path, &errs, &cfg);
+		if (r == -EINVAL) {
+			print_config_errors(&errs);
+			config_errors_clear(&errs);
+			return -EINVAL;
+		}
+		if (r < 0) {
+			log_error_errno(r, "%s: cannot read configuration: %m", path);
+			return -EINVAL;
+		}
+	} else {
+		r = config_load_builtin(&cfg);
+		if (r < 0) {
+			return log_error_errno(r, "Failed to load the built-in configuration: %m");
+		}
+	}
+
+	/* Command-line values win over the file. */
+	if (replace_string(&cfg->listen_address, args->listen_address) < 0 ||
+	    replace_string(&cfg->web_config_file, args->web_config_file) < 0 ||
+	    replace_string(&cfg->device_include, args->device_include) < 0 ||
+	    replace_string(&cfg->device_exclude, args->device_exclude) < 0) {
+		config_free(cfg);
+		return log_error_errno(-ENOMEM, "Out of memory");
+	}
+	if (args->log_level >= 0) {
+		cfg->log_level = args->log_level;
+	}
+	*ret = cfg;
+	return 0;
+}
+
+static void notify_status(const char *fmt, ...) _printf_(1, 2);
+static void notify_status(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sd_notifyf(0, "STATUS=%s", buf);
+}
+
+/* Swap in a new, already validated configuration. */
+static int daemon_apply_config(struct daemon *d, struct config *cfg)
+{
+	struct config *old = d->cfg;
+
+	if (cfg->log_level >= 0) {
+		log_max_level = cfg->log_level;
+	}
+	if (old && strcmp(old->listen_address, cfg->listen_address) != 0) {
+		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
+			    old->listen_address, cfg->listen_address);
+	}
+	d->cfg = cfg;
+	config_free(old);
+	return 0;
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct config *cfg = NULL;
+	char summary[512];
+	int r;
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
+		   (uint64_t)0);
+	d->reloads_total++;
+	r = daemon_load_config(d->args, &cfg);
+	if (r < 0) {
+		d->reload_failures_total++;
+		log_error("Reload failed: the configuration has errors, keeping the running configuration.");
+		sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
+		return 0;
+	}
+	r = daemon_apply_config(d, cfg);
+	if (r < 0) {
+		d->reload_failures_total++;
+		config_free(cfg);
+		sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
+		return 0;
+	}
+	config_summary(d->cfg, summary, sizeof(summary));
+	log_info("Reloaded %s", summary);
+	sd_notify(0, "READY=1");
+	notify_status("Running: %s", summary);
+	return 0;
+}
+
+static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	log_info("Received %s, stopping.", strsignal((int)si->ssi_signo));
+	sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+	return sd_event_exit(d->event, 0);
+}
+
+static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	sd_notify(0, "WATCHDOG=1");
+	return sd_event_source_set_time(s, usec + d->watchdog_usec / 2);
+}
+
+int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret)
+{
+	_cleanup_free_ struct daemon *d = NULL;
+	sigset_t mask;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		return -ENOMEM;
+	}
+	d->args = args;
+	d->start_realtime_usec = now_realtime_usec();
+
+	r = sd_event_default(&d->event);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the event loop: %m");
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (sd_event_add_signal(d->event, NULL, SIGTERM, on_terminate, d) < 0 ||
+	    sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d) < 0 ||
+	    sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d) < 0) {
+		sd_event_unref(d->event);
+		return log_error_errno(-EIO, "Failed to install signal handlers");
+	}
+	if (sd_watchdog_enabled(0, &d->watchdog_usec) > 0) {
+		r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, d->watchdog_usec / 2,
+					       0, on_watchdog, d);
+		if (r < 0) {
+			sd_event_unref(d->event);
+			return log_error_errno(r, "Failed to set up the watchdog: %m");
+		}
+	}
+	daemon_apply_config(d, cfg);
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+struct daemon *daemon_free(struct daemon *d)
+{
+	if (!d) {
+		return NULL;
+	}
+	sd_event_unref(d->event);
+	config_free(d->cfg);
+	free(d);
+	return NULL;
+}
+
+int daemon_run(struct daemon *d)
+{
+	char summary[512];
+	int r;
+
+	config_summary(d->cfg, summary, sizeof(summary));
+	log_info("iopsd started: %s", summary);
+	d->is_ready = true;
+	sd_notify(0, "READY=1");
+	notify_status("Running: %s", summary);
+
+	r = sd_event_loop(d->event);
+	if (r < 0) {
+		return log_error_errno(r, "Event loop failed: %m");
+	}
+	return 0;
+}

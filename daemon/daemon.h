@@ -1,0 +1,41 @@
+/* The daemon: owns the configuration, the event loop and every module, and
+ * wires them together. Modules are created in dependency order and freed in
+ * exactly the reverse order. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "cli.h"
+#include "config.h"
+
+struct daemon {
+	const struct cli_args *args;
+	struct config *cfg;
+	sd_event *event;
+	uint64_t watchdog_usec;
+	uint64_t start_realtime_usec;
+	bool is_ready;
+	unsigned reloads_total;
+	unsigned reload_failures_total;
+
+	struct sampler *sampler;
+	sd_event_source *sample_timer;
+	struct registry *registry;
+	struct scheduler *scheduler;
+	struct http_server *http;
+};
+
+/* Load the configuration the command line asks for (--config, else
+ * /etc/iopsd/iopsd.conf when it exists, else the built-in default) and apply
+ * command-line overrides. Prints FILE:LINE errors to stderr and returns
+ * -EINVAL on a bad config. */
+int daemon_load_config(const struct cli_args *args, struct config **ret);
+
+int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret);
+struct daemon *daemon_free(struct daemon *d);
+
+/* Run until SIGTERM/SIGINT. Returns 0 on a clean stop. */
+int daemon_run(struct daemon *d);

@@ -1,0 +1,52 @@
+/* iopsd: parse the command line, load the configuration, run the daemon. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+
+static struct cli_args args;
+
+int main(int argc, char **argv)
+{
+	struct config *cfg = NULL;
+	struct daemon *d = NULL;
+	int r;
+
+	switch (cli_parse(argc, argv, &args)) {
+	case CLI_EXIT_OK:
+		return EXIT_SUCCESS;
+	case CLI_EXIT_USAGE:
+		return 64; /* EX_USAGE */
+	case CLI_RUN:
+		break;
+	}
+	if (args.log_level >= 0) {
+		log_max_level = args.log_level;
+	}
+
+	r = daemon_load_config(&args, &cfg);
+	if (r < 0) {
+		return EX_CONFIG_STATUS;
+	}
+	if (args.check_config) {
+		char summary[512];
+
+		config_summary(cfg, summary, sizeof(summary));
+		printf("%s\n", summary);
+		config_free(cfg);
+		return EXIT_SUCCESS;
+	}
+
+	r = daemon_new(&args, cfg, &d);
+	if (r < 0) {
+		config_free(cfg);
+		return EXIT_FAILURE;
+	}
+	r = daemon_run(d);
+	daemon_free(d);
+	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

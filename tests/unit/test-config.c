@@ -1,0 +1,229 @@
+/* Config loader: every valid form, and every invalid fixture reports the
+ * exact FILE:LINE of its first error. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#define CONFIG_FIXTURES FIXTURES_DIR "/config"
+
+static void test_fio_job_file_loads_unchanged(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	const struct probe_config *p;
+
+	assert_int_equal(config_load_file(CONFIG_FIXTURES "/valid/fio-seed.conf", &errs, &c), 0);
+	assert_int_equal(errs.n, 0);
+	assert_int_equal(c->n_probes, 1);
+	p = &c->probes[0];
+	assert_string_equal(p->name, "randread4k");
+	assert_int_equal(p->rw, PROBE_RW_RANDREAD);
+	assert_int_equal(p->bs, 4096);
+	assert_int_equal(p->size, 100ULL << 20);
+	assert_string_equal(p->directory, "/data");
+	assert_null(p->filename);
+	assert_int_equal(p->numjobs, 16);
+	assert_int_equal(p->iodepth, 1);
+	assert_int_equal(p->runtime_usec, 1000000);
+	assert_int_equal(p->interval_usec, 10000000);
+	assert_string_equal(c->listen_address, CONFIG_DEFAULT_LISTEN);
+	config_free(c);
+}
+
+static void test_every_key_in_every_form(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	const struct device_config *d;
+	int r;
+
+	r = config_load_file(CONFIG_FIXTURES "/valid/everything.conf", &errs, &c);
+	for (size_t i = 0; i < errs.n; i++) {
+		fprintf(stderr, "%s:%u: %s\n", errs.items[i].file, errs.items[i].line, errs.items[i].message);
+	}
+	assert_int_equal(r, 0);
+	assert_string_equal(c->listen_address, "[::1]:9999");
+	assert_string_equal(c->web_config_file, "/etc/iopsd/web.yml");
+	assert_int_equal(c->log_level, LOG_DEBUG);
+	assert_int_equal(c->probe_interval_usec, 30000000);
+	assert_int_equal(c->sample_interval_usec, 500000);
+	assert_int_equal(c->history_usec, 900000000);
+	assert_string_equal(c->device_include, "^(sd|nvme|xvd|md)");
+	assert_string_equal(c->device_exclude, "^loop");
+	assert_true(c->ceiling_threshold > 0.899 && c->ceiling_threshold < 0.901);
+	assert_int_equal(c->max_connections, 32);
+	assert_int_equal(c->max_connections_per_ip, 4);
+	assert_int_equal(c->connection_timeout_usec, 5000000);
+	assert_int_equal(c->max_devices, 128);
+	assert_int_equal(c->n_probes, 5);
+
+	/* [global] defaults reach every probe */
+	assert_int_equal(c->probes[0].bs, 16384);
+	assert_int_equal(c->probes[0].iodepth, 32);
+	assert_int_equal(c->probes[0].numjobs, 8);
+	assert_int_equal(c->probes[0].runtime_usec, 2000000);
+	assert_int_equal(c->probes[0].rate_iops, 1000);
+	assert_int_equal(c->probes[0].interval_usec, 30000000);
+	assert_string_equal(c->probes[0].directory, "/data");
+
+	assert_int_equal(c->probes[1].rw, PROBE_RW_WRITE);
+	assert_int_equal(c->probes[1].fsync, 1);
+	assert_true(c->probes[1].end_fsync);
+	assert_int_equal(c->probes[1].number_ios, 1000);
+	assert_int_equal(c->probes[1].runtime_usec, 0);
+	assert_int_equal(c->probes[1].interval_usec, 60000000);
+
+	assert_int_equal(c->probes[2].rw, PROBE_RW_RANDRW);
+	assert_int_equal(c->probes[2].rwmixread, 70);
+	assert_int_equal(c->probes[2].size, 1ULL << 30);
+
+	assert_int_equal(c->probes[3].rw, PROBE_RW_REWRITE);
+	assert_int_equal(c->probes[3].ioengine, PROBE_ENGINE_PSYNC);
+
+	/* a filename replaces the directory inherited from [global] */
+	assert_null(c->probes[4].directory);
+	assert_string_equal(c->probes[4].filename, "/dev/nvme0n1");
+	assert_true(c->probes[4].ceiling);
+	assert_true(c->probes[4].allow_overlap);
+	assert_int_equal(c->probes[4].size, 10ULL << 30);
+	assert_int_equal(c->probes[4].runtime_usec, 5000000);
+
+	assert_int_equal(c->n_devices, 2);
+	d = config_find_device(c, "nvme1n1");
+	assert_non_null(d);
+	assert_int_equal(d->iops_limit, 3000);
+	assert_int_equal(d->throughput_limit, 125ULL << 20);
+	assert_true(d->ceiling_threshold > 0.899 && d->ceiling_threshold < 0.901);
+	d = config_find_device(c, "/data");
+	assert_non_null(d);
+	assert_int_equal(d->burst_iops, 3000);
+	assert_int_equal(d->burst_credits, 5400000);
+	assert_true(d->credit_rate > 99.9 && d->credit_rate < 100.1);
+	assert_true(d->ceiling_threshold > 0.979 && d->ceiling_threshold < 0.981);
+	assert_null(config_find_device(c, "sda"));
+	config_free(c);
+}
+
+static void test_builtin_default_is_a_gentle_probe(void **state)
+{
+	struct config *c = NULL;
+
+	assert_int_equal(config_load_builtin(&c), 0);
+	assert_true(c->is_builtin);
+	assert_string_equal(c->listen_address, "127.0.0.1:9477");
+	assert_int_equal(c->n_probes, 1);
+	assert_int_equal(c->probes[0].rw, PROBE_RW_RANDREAD);
+	assert_int_equal(c->probes[0].bs, 4096);
+	assert_int_equal(c->probes[0].iodepth, 1);
+	assert_int_equal(c->probes[0].rate_iops, 50);
+	assert_int_equal(c->probes[0].runtime_usec, 1000000);
+	assert_int_equal(c->probes[0].interval_usec, 10000000);
+	assert_string_equal(c->probes[0].directory, c->state_directory);
+	assert_null(c->device_include);
+	config_free(c);
+}
+
+static void test_bare_fio_flags_and_comments(void **state)
+{
+	struct config *c = NULL;
+	static const char text[] = "# comment\n; another\n[j]\ntime_based\ngroup_reporting\n"
+				   "directory=/x ; inline\nrw=read\n";
+
+	assert_int_equal(config_load_string("t.conf", text, NULL, &c), 0);
+	assert_int_equal(c->probes[0].rw, PROBE_RW_READ);
+	assert_string_equal(c->probes[0].directory, "/x");
+	config_free(c);
+}
+
+static void test_missing_file_is_enoent(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(config_load_file(CONFIG_FIXTURES "/does-not-exist.conf", &errs, &c), -ENOENT);
+	assert_null(c);
+}
+
+static void test_all_errors_are_collected(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	static const char text[] = "[a]\nbs=1\niodepth=0\n[b]\nrw=nope\n";
+
+	assert_int_equal(config_load_string("m.conf", text, &errs, &c), -EINVAL);
+	assert_null(c);
+	/* bs, iodepth, rw, and [a]'s and [b]'s missing target */
+	assert_int_equal(errs.n, 5);
+	assert_int_equal(errs.items[0].line, 2);
+	assert_int_equal(errs.items[1].line, 3);
+	config_errors_clear(&errs);
+}
+
+/* Each fixture starts with "# expect LINE: text". */
+static void test_each_invalid_fixture_reports_file_and_line(void **state)
+{
+	DIR *dir = opendir(CONFIG_FIXTURES "/invalid");
+	struct dirent *de;
+	unsigned checked = 0;
+
+	assert_non_null(dir);
+	while ((de = readdir(dir))) {
+		char path[512], first[512], want[512];
+		struct config_errors errs = {0};
+		struct config *c = NULL;
+		unsigned line;
+		FILE *f;
+		int r;
+
+		if (!strstr(de->d_name, ".conf")) {
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/invalid/%s", CONFIG_FIXTURES, de->d_name);
+		f = fopen(path, "re");
+		assert_non_null(f);
+		assert_non_null(fgets(first, sizeof(first), f));
+		fclose(f);
+		first[strcspn(first, "\n")] = '\0';
+		assert_int_equal(sscanf(first, "# expect %u: %511[^\n]", &line, want), 2);
+
+		r = config_load_file(path, &errs, &c);
+		if (r != -EINVAL || errs.n == 0) {
+			fail_msg("%s: expected an error, got %d", de->d_name, r);
+		}
+		assert_null(c);
+		assert_string_equal(errs.items[0].file, path);
+		if (errs.items[0].line != line || !strstr(errs.items[0].message, want)) {
+			fail_msg("%s: expected '%u: %s', got '%u: %s'", de->d_name, line, want,
+				 errs.items[0].line, errs.items[0].message);
+		}
+		config_errors_clear(&errs);
+		checked++;
+	}
+	closedir(dir);
+	assert_true(checked >= 25);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fio_job_file_loads_unchanged),
+		cmocka_unit_test(test_every_key_in_every_form),
+		cmocka_unit_test(test_builtin_default_is_a_gentle_probe),
+		cmocka_unit_test(test_bare_fio_flags_and_comments),
+		cmocka_unit_test(test_missing_file_is_enoent),
+		cmocka_unit_test(test_all_errors_are_collected),
+		cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
