@@ -11,10 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/eventfd.h>
+
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
 #include "macro.h"
+#include "registry.h"
 
 static uint64_t now_realtime_usec(void)
 {
@@ -168,6 +171,19 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
 	return sd_event_exit(d->event, 0);
 }
 
+/* A probe thread finished a run: publish a snapshot with its result. */
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+		log_warning_errno(errno, "Failed to read the wake eventfd: %m, ignoring.");
+	}
+	registry_publish(d->registry);
+	return 0;
+}
+
 static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -187,6 +203,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		return -ENOMEM;
 	}
 	d->args = args;
+	d->wake_fd = -1;
 	d->start_realtime_usec = now_realtime_usec();
 
 	r = sd_event_default(&d->event);
@@ -213,6 +230,27 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		}
 	}
 	daemon_apply_config(d, cfg);
+
+	/* Modules, in dependency order; daemon_free() releases them in reverse. */
+	r = registry_new(&d->registry);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to create the registry: %m");
+	}
+	r = registry_set_probes(d->registry, d->cfg);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to set up the probes: %m");
+	}
+	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->wake_fd < 0 ||
+	    sd_event_add_io(d->event, &d->wake_source, d->wake_fd, EPOLLIN, on_wake, d) < 0) {
+		r = -errno;
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to create the wake eventfd: %m");
+	}
+	registry_publish(d->registry);
+
 	*ret = TAKE_PTR(d);
 	return 0;
 }
@@ -222,6 +260,11 @@ struct daemon *daemon_free(struct daemon *d)
 	if (!d) {
 		return NULL;
 	}
+	sd_event_source_unref(d->wake_source);
+	if (d->wake_fd >= 0) {
+		close(d->wake_fd);
+	}
+	registry_free(d->registry);
 	sd_event_unref(d->event);
 	config_free(d->cfg);
 	free(d);

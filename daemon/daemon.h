@@ -24,6 +24,8 @@ struct daemon {
 	struct sampler *sampler;
 	sd_event_source *sample_timer;
 	struct registry *registry;
+	int wake_fd;                    /* eventfd: probe threads ask for a publish */
+	sd_event_source *wake_source;
 	struct scheduler *scheduler;
 	struct http_server *http;
 };

@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sub-buckets per power of two; 128 gives < 0.8% relative error. */
-#define HISTOGRAM_SUB_BITS 7
+/* Sub-buckets per power of two; 64 gives bucket midpoints within 0.8%. */
+#define HISTOGRAM_SUB_BITS 6
 #define HISTOGRAM_SUB_COUNT (1u << HISTOGRAM_SUB_BITS)
 /* Covers 0 .. 2^37 ns (~137 s); larger values land in the last bucket. */
 #define HISTOGRAM_MAX_POW 37

@@ -1,0 +1,51 @@
+/* Device snapshots: reference counting and lookup. */
+#include "device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[_DEVICE_KIND_MAX] = {
+	[DEVICE_KIND_DISK] = "disk",
+	[DEVICE_KIND_PARTITION] = "partition",
+	[DEVICE_KIND_MD] = "md",
+	[DEVICE_KIND_DM] = "dm",
+	[DEVICE_KIND_LOOP] = "loop",
+};
+
+const char *device_kind_to_string(enum device_kind k)
+{
+	return k < _DEVICE_KIND_MAX ? kind_names[k] : "unknown";
+}
+
+struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s)
+{
+	if (s) {
+		__atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+struct sampler_snapshot *sampler_snapshot_unref(struct sampler_snapshot *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n_devices; i++) {
+		free(s->devices[i].topo.members);
+		free(s->devices[i].topo.mountpoints);
+		free(s->devices[i].topo.model);
+	}
+	free(s->devices);
+	free(s);
+	return NULL;
+}
+
+const struct device_state *sampler_snapshot_find(const struct sampler_snapshot *s, const char *name)
+{
+	for (size_t i = 0; s && i < s->n_devices; i++) {
+		if (strcmp(s->devices[i].raw.name, name) == 0) {
+			return &s->devices[i];
+		}
+	}
+	return NULL;
+}
