@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -230,6 +231,10 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		}
 	}
 	daemon_apply_config(d, cfg);
+	if (mkdir(d->cfg->state_directory, 0750) < 0 && errno != EEXIST) {
+		log_warning_errno(errno, "Failed to create state directory %s: %m, ignoring.",
+				  d->cfg->state_directory);
+	}
 
 	/* Modules, in dependency order; daemon_free() releases them in reverse. */
 	r = registry_new(&d->registry);
