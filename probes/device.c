@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology.h"
+
 static const char *const kind_names[_DEVICE_KIND_MAX] = {
 	[DEVICE_KIND_DISK] = "disk",
 	[DEVICE_KIND_PARTITION] = "partition",
@@ -30,10 +32,20 @@ struct sampler_snapshot *sampler_snapshot_unref(struct sampler_snapshot *s)
 	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
 		return NULL;
 	}
-	for (size_t i = 0; i < s->n_devices; i++) {
-		free(s->devices[i].topo.members);
-		free(s->devices[i].topo.mountpoints);
-		free(s->devices[i].topo.model);
+	if (s->topology) {
+		/* the topology owns every string of devices[].topo */
+		topology_unref(s->topology);
+	} else {
+		for (size_t i = 0; i < s->n_devices; i++) {
+			struct device_topology *t = &s->devices[i].topo;
+
+			free(t->members);
+			free(t->mountpoints);
+			free(t->model);
+			free(t->physical_members);
+			free(t->dm_name);
+			free(t->raid_level);
+		}
 	}
 	free(s->devices);
 	free(s);

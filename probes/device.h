@@ -22,15 +22,28 @@ const char *device_kind_to_string(enum device_kind k);
 
 #define DEVICE_MAX_MEMBERS 64
 
+/* Strings are never NULL in a sampler snapshot ("" when unknown). In a
+ * snapshot taken by the sampler they point into the snapshot's shared
+ * topology (sampler_snapshot.topology); in a snapshot built by hand (tests)
+ * with topology == NULL, each device owns its strings and
+ * sampler_snapshot_unref() frees them. */
 struct device_topology {
 	enum device_kind kind;
 	char parent[DISKSTATS_NAME_MAX];   /* whole disk of a partition, "" otherwise */
-	char *members;                     /* "xvdf,xvdg" for md/dm, "" otherwise */
+	char *members;                     /* "xvdf,xvdg" for md/dm (sysfs slaves/), "" otherwise */
 	char *mountpoints;                 /* "/data,/srv", "" when unmounted */
 	char *model;                       /* "" when sysfs has none */
-	unsigned logical_block_size;
+	unsigned logical_block_size;       /* bytes; 0 when unknown. Sectors in diskstats are
+					    * always 512 bytes regardless. */
 	bool is_rotational;
 	uint64_t size_bytes;
+	/* extensions (sampler) */
+	char *physical_members;            /* members resolved through partitions and nested
+					    * md/dm down to whole disks: "xvdf,xvdg"; for a
+					    * partition its disk; "" for a plain disk */
+	char *dm_name;                     /* device-mapper name ("vg0-data") for dm, "" otherwise */
+	char *raid_level;                  /* md level ("raid0"), "" otherwise */
+	unsigned n_members;                /* entries in members */
 };
 
 /* Ceiling and limit state of a device (filled by the ceiling module). */
@@ -50,10 +63,21 @@ struct device_ceiling {
 };
 
 struct device_state {
-	struct diskstats_raw raw;
-	struct device_rates rates;      /* the device's own figures */
+	struct diskstats_raw raw;       /* counters as the kernel printed them (sectors of
+					 * 512 bytes, times in ms, 32-bit time fields wrap) */
+	struct device_rates rates;      /* the device's own figures; valid=false on the first
+					 * sample of a device, after it vanished and came
+					 * back, and when its counters were reset */
 	bool has_member_rates;          /* md/dm: member-derived figures below */
-	struct device_rates member_rates; /* fio's aggr: busiest member util, member-average ios/ticks */
+	/* fio's "aggr" figures for an md/dm device, which accounts no busy time
+	 * of its own (md0 util=0% while its members run at 88%):
+	 *   utilization = the busiest member's (fio aggrutil);
+	 *   every other field = the average over the members (fio aggrios,
+	 *   aggrmerge, aggrticks, aggrin_queue are member sums / member count):
+	 *   read_iops, *_bytes_per_sec, *_merges_per_sec and queue_depth are
+	 *   per-member averages, and *_await_sec = averaged ticks / averaged ios.
+	 * valid=false when any member's own rates are invalid. */
+	struct device_rates member_rates;
 	struct device_topology topo;
 	struct device_ceiling ceiling;
 };
@@ -66,14 +90,21 @@ struct pressure_io {
 
 /* One immutable sample of every (filtered) device. Refcounted: the HTTP
  * thread may keep one while the sampler builds the next. */
+struct topology;
+
 struct sampler_snapshot {
 	unsigned refcount;              /* atomic */
 	uint64_t realtime_usec;         /* when it was taken */
 	uint64_t monotonic_usec;
 	uint64_t parse_errors_total;    /* malformed diskstats lines seen since start */
-	struct device_state *devices;
+	struct device_state *devices;   /* the filtered devices, in /proc/diskstats order */
 	size_t n_devices;
 	struct pressure_io pressure;
+	/* extensions (sampler) */
+	struct topology *topology;      /* owned reference; holds the topo strings (may be NULL) */
+	uint64_t samples_total;         /* sampler_sample() calls that succeeded, this one included */
+	size_t n_devices_seen;          /* lines in /proc/diskstats, before filtering */
+	size_t n_devices_dropped;       /* kept by the filter but over max_devices */
 };
 
 struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s);
@@ -91,5 +122,15 @@ struct sampler *sampler_free(struct sampler *s);
 int sampler_set_config(struct sampler *s, const struct config *cfg);
 
 /* Take one sample now. On success returns 0 and a new snapshot (refcount 1)
- * owned by the caller. */
+ * owned by the caller. Errors (-errno): PROCFS/diskstats unreadable, or
+ * -ENOMEM; the previous state is kept so the next sample still derives. */
 int sampler_sample(struct sampler *s, struct sampler_snapshot **ret);
+
+/* The device that holds a probe target (a directory: its mount's device; a
+ * raw device path: that device), from the current topology; copied into
+ * ret_name (DISKSTATS_NAME_MAX bytes). -ENODEV when unknown. */
+int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name);
+
+/* Knobs for tests and benchmarks; the daemon uses the defaults. */
+#define SAMPLER_TOPOLOGY_REFRESH_USEC (60ULL * 1000000ULL)
+void sampler_set_topology_refresh(struct sampler *s, uint64_t usec);

@@ -36,6 +36,27 @@ struct device_rates {
  * a newly allocated *ret array the caller frees, or -errno. */
 int diskstats_parse(const char *buf, struct diskstats_raw **ret, size_t *ret_n_bad);
 
+/* Same, into a caller-owned array that is grown (realloc) when too small, so
+ * that a sampler can reuse it every tick: *array and *capacity are updated
+ * even on failure and belong to the caller. Returns the number of entries
+ * or -ENOMEM (-E2BIG for more than DISKSTATS_MAX_LINES lines). */
+#define DISKSTATS_MAX_LINES (1U << 20)
+int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *capacity,
+			 size_t *ret_n_bad);
+
+/* Parse one line (without its newline; `len` bytes). Returns 0 or -EINVAL
+ * for anything that is not major, minor, name and 11, 15 or 17 decimal
+ * counters. */
+int diskstats_parse_line(const char *line, size_t len, struct diskstats_raw *ret);
+
+/* Bounds beyond which a per-interval delta is called absurd (a device that
+ * was replaced between two samples rather than a counter that moved):
+ * operations per second, bytes per second, and the in-flight concurrency
+ * that multiplies the per-request millisecond counters. */
+#define DISKSTATS_MAX_IOPS 100000000.0
+#define DISKSTATS_MAX_BYTES_PER_SEC 1e12
+#define DISKSTATS_MAX_CONCURRENCY 65536.0
+
 /* Derive rates from prev -> cur over interval_sec, as sysstat's iostat does.
  * A counter that went backwards (wrap of a 32-bit field, device re-added)
  * yields rates from the wrapped delta when plausible, otherwise valid=false;

@@ -1,0 +1,604 @@
+/* The device sampler: one read() of PROCFS/diskstats per tick into a reused
+ * buffer, iostat -x rates per device, md/dm member aggregates, filtering,
+ * and an immutable snapshot. Topology (sysfs, mountinfo) is re-read only
+ * when the set of devices changes, when an unused loop device starts doing
+ * I/O, when counters reset, and every SAMPLER_TOPOLOGY_REFRESH_USEC. */
+#include "device.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "name_index.h"
+#include "pressure.h"
+#include "topology.h"
+
+#define DISKSTATS_BUF_INITIAL (64U << 10)
+#define DISKSTATS_BUF_MAX (64U << 20)
+
+/* Per-device state that lives from one tick to the next. */
+struct sampler_dev {
+	struct diskstats_raw raw;       /* the last sample */
+	bool has_prev;                  /* raw is a previous sample of this device */
+	struct device_rates rates;
+	bool has_member_rates;
+	struct device_rates member_rates;
+	struct device_ceiling ceiling;  /* carried across ticks (counters) */
+	const struct device_config *dc; /* its [device] section, NULL when none */
+	bool is_kept;                   /* passes the filter */
+};
+
+struct sampler {
+	char *procfs, *sysfs;
+	const struct config *cfg;
+	regex_t include, exclude;
+	bool has_include, has_exclude;
+
+	int diskstats_fd;
+	char *buf;
+	size_t buf_size;
+	struct diskstats_raw *cur;      /* parse target, reused */
+	size_t cur_cap;
+
+	struct sampler_dev *devs;       /* aligned with the last parsed list */
+	size_t n_devs;
+	struct topology *topo;          /* aligned with devs; NULL until built */
+	bool need_refresh;
+	uint64_t refresh_usec;
+	uint64_t last_refresh_usec;
+
+	bool has_last;
+	uint64_t last_monotonic_usec;
+	uint64_t parse_errors_total;
+	uint64_t samples_total;
+
+	int pressure_fd;                /* kept open while the kernel has PSI */
+	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
+};
+
+static uint64_t now_usec(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static void free_regexes(struct sampler *s)
+{
+	if (s->has_include) {
+		regfree(&s->include);
+	}
+	if (s->has_exclude) {
+		regfree(&s->exclude);
+	}
+	s->has_include = s->has_exclude = false;
+}
+
+static int compile_regexes(struct sampler *s, const struct config *cfg)
+{
+	regex_t include, exclude;
+	bool has_include = false, has_exclude = false;
+
+	if (cfg->device_include && cfg->device_include[0] != '\0') {
+		if (regcomp(&include, cfg->device_include, REG_EXTENDED | REG_NOSUB) != 0) {
+			return -EINVAL;
+		}
+		has_include = true;
+	}
+	if (cfg->device_exclude && cfg->device_exclude[0] != '\0') {
+		if (regcomp(&exclude, cfg->device_exclude, REG_EXTENDED | REG_NOSUB) != 0) {
+			if (has_include) {
+				regfree(&include);
+			}
+			return -EINVAL;
+		}
+		has_exclude = true;
+	}
+	free_regexes(s);
+	s->include = include;
+	s->exclude = exclude;
+	s->has_include = has_include;
+	s->has_exclude = has_exclude;
+	return 0;
+}
+
+static bool is_numbered(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return strncmp(name, prefix, n) == 0 && name[n] >= '0' && name[n] <= '9';
+}
+
+/* The device filter. device_exclude always drops; device_include, when set,
+ * alone decides; otherwise a device that holds a configured target stays,
+ * and ram, zram, unused loop devices and other partitions go. */
+static bool device_is_kept(const struct sampler *s, const struct topology_device *td,
+			   bool holds_target)
+{
+	if (s->has_exclude && regexec(&s->exclude, td->name, 0, NULL, 0) == 0) {
+		return false;
+	}
+	if (s->has_include) {
+		return regexec(&s->include, td->name, 0, NULL, 0) == 0;
+	}
+	if (holds_target) {
+		return true;
+	}
+	if (is_numbered(td->name, "ram") || is_numbered(td->name, "zram") || td->is_unused_loop) {
+		return false;
+	}
+	return td->topo.kind != DEVICE_KIND_PARTITION;
+}
+
+/* The device a path names, resolving symlinks when the path exists here. */
+static const struct topology_device *device_for_target(const struct topology *t, const char *target)
+{
+	char resolved[PATH_MAX];
+	const struct topology_device *d;
+
+	if (!target || !t) {
+		return NULL;
+	}
+	if (realpath(target, resolved)) {
+		d = topology_device_for_path(t, resolved);
+		if (d) {
+			return d;
+		}
+	}
+	return topology_device_for_path(t, target);
+}
+
+/* Recompute every device's filter verdict and [device] section from the
+ * topology and the config. No I/O. */
+static void apply_filter(struct sampler *s)
+{
+	const struct config *cfg = s->cfg;
+	const struct topology *t = s->topo;
+	_cleanup_free_ bool *holds = NULL;
+
+	if (!t || t->n_devices != s->n_devs) {
+		return;
+	}
+	holds = calloc(s->n_devs ? s->n_devs : 1, sizeof(*holds));
+	for (size_t i = 0; i < s->n_devs; i++) {
+		s->devs[i].dc = NULL;
+	}
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		const struct probe_config *pc = &cfg->probes[i];
+		const struct topology_device *d;
+
+		d = device_for_target(t, pc->directory ? pc->directory : pc->filename);
+		if (d && holds) {
+			holds[d - t->devices] = true;
+		}
+	}
+	for (size_t i = 0; i < cfg->n_devices; i++) {
+		const struct device_config *dc = &cfg->devices[i];
+		const struct topology_device *d = topology_find(t, dc->name);
+
+		if (!d && dc->name[0] == '/') {
+			d = device_for_target(t, dc->name);
+		}
+		if (!d) {
+			continue;
+		}
+		if (holds) {
+			holds[d - t->devices] = true;
+		}
+		/* a section naming the device itself wins over one naming its mount */
+		if (!s->devs[d - t->devices].dc || strcmp(dc->name, d->name) == 0) {
+			s->devs[d - t->devices].dc = dc;
+		}
+	}
+	for (size_t i = 0; i < s->n_devs; i++) {
+		s->devs[i].is_kept = device_is_kept(s, &t->devices[i], holds && holds[i]);
+	}
+}
+
+int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg, struct sampler **ret)
+{
+	struct sampler *s;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		return -ENOMEM;
+	}
+	s->diskstats_fd = -1;
+	s->pressure_fd = -1;
+	s->refresh_usec = SAMPLER_TOPOLOGY_REFRESH_USEC;
+	s->need_refresh = true;
+	s->cfg = cfg;
+	s->procfs = strdup(procfs);
+	s->sysfs = strdup(sysfs);
+	s->buf_size = DISKSTATS_BUF_INITIAL;
+	s->buf = malloc(s->buf_size);
+	if (!s->procfs || !s->sysfs || !s->buf) {
+		sampler_free(s);
+		return -ENOMEM;
+	}
+	r = compile_regexes(s, cfg);
+	if (r < 0) {
+		sampler_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+struct sampler *sampler_free(struct sampler *s)
+{
+	if (!s) {
+		return NULL;
+	}
+	free_regexes(s);
+	if (s->diskstats_fd >= 0) {
+		close(s->diskstats_fd);
+	}
+	if (s->pressure_fd >= 0) {
+		close(s->pressure_fd);
+	}
+	topology_unref(s->topo);
+	free(s->devs);
+	free(s->cur);
+	free(s->buf);
+	free(s->procfs);
+	free(s->sysfs);
+	free(s);
+	return NULL;
+}
+
+int sampler_set_config(struct sampler *s, const struct config *cfg)
+{
+	int r;
+
+	r = compile_regexes(s, cfg);
+	if (r < 0) {
+		return r;
+	}
+	s->cfg = cfg;
+	/* dc pointers must not outlive the old config: recompute now */
+	apply_filter(s);
+	return 0;
+}
+
+void sampler_set_topology_refresh(struct sampler *s, uint64_t usec)
+{
+	s->refresh_usec = usec;
+}
+
+/* Read all of PROCFS/diskstats with one read() into the reused buffer,
+ * growing it (and reading again) only when the file no longer fits. */
+static int read_diskstats(struct sampler *s)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (s->diskstats_fd < 0) {
+			_cleanup_free_ char *path = path_join(s->procfs, "diskstats");
+
+			if (!path) {
+				return -ENOMEM;
+			}
+			s->diskstats_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+			if (s->diskstats_fd < 0) {
+				return -errno;
+			}
+		}
+		n = pread(s->diskstats_fd, s->buf, s->buf_size, 0);
+		if (n < 0) {
+			int err = errno;
+
+			close(s->diskstats_fd);
+			s->diskstats_fd = -1;
+			return -err;
+		}
+		if ((size_t)n < s->buf_size) {
+			s->buf[n] = '\0';
+			return 0;
+		}
+		if (s->buf_size >= DISKSTATS_BUF_MAX) {
+			return -EFBIG;
+		}
+		free(s->buf);
+		s->buf_size *= 2;
+		s->buf = malloc(s->buf_size);
+		if (!s->buf) {
+			s->buf_size = 0;
+			return -ENOMEM;
+		}
+	}
+}
+
+static bool same_device(const struct diskstats_raw *a, const struct diskstats_raw *b)
+{
+	return a->major == b->major && a->minor == b->minor && strcmp(a->name, b->name) == 0;
+}
+
+static const char *dev_name_get(const void *base, size_t i)
+{
+	return ((const struct sampler_dev *)base)[i].raw.name;
+}
+
+/* The list of devices changed: carry each surviving device's state over to
+ * its new position; a new (or returning) device starts without a previous
+ * sample. */
+static int remap_devices(struct sampler *s, size_t n)
+{
+	struct name_index idx = {0};
+	struct sampler_dev *devs;
+	int r;
+
+	devs = calloc(n ? n : 1, sizeof(*devs));
+	if (!devs) {
+		return -ENOMEM;
+	}
+	r = name_index_build(&idx, s->devs, s->n_devs, dev_name_get);
+	if (r < 0) {
+		free(devs);
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t j = name_index_find(&idx, s->devs, dev_name_get, s->cur[i].name);
+
+		if (j != SIZE_MAX && same_device(&s->devs[j].raw, &s->cur[i])) {
+			devs[i] = s->devs[j];
+			devs[i].dc = NULL;
+		}
+	}
+	name_index_done(&idx);
+	free(s->devs);
+	s->devs = devs;
+	s->n_devs = n;
+	s->topo = topology_unref(s->topo);
+	s->need_refresh = true;
+	return 0;
+}
+
+static int refresh_topology(struct sampler *s, uint64_t now)
+{
+	struct topology *t;
+	int r;
+
+	r = topology_build(s->procfs, s->sysfs, s->cur, s->n_devs, &t);
+	if (r < 0) {
+		s->topo = topology_unref(s->topo);
+		return r;
+	}
+	topology_unref(s->topo);
+	s->topo = t;
+	s->need_refresh = false;
+	s->last_refresh_usec = now;
+	apply_filter(s);
+	s->pressure_checked = false;
+	return 0;
+}
+
+/* fio's aggregate over the members of an md/dm device (see device.h). */
+static void derive_member_rates(struct sampler *s, size_t i, double interval_sec)
+{
+	const struct topology_device *td = &s->topo->devices[i];
+	struct sampler_dev *sd = &s->devs[i];
+	struct device_rates *m = &sd->member_rates;
+	double read_ticks = 0, write_ticks = 0, discard_ticks = 0, flush_ticks = 0;
+	double n = (double)td->n_members;
+	bool valid = true;
+
+	sd->has_member_rates = (td->topo.kind == DEVICE_KIND_MD || td->topo.kind == DEVICE_KIND_DM) &&
+			       td->n_members > 0;
+	if (!sd->has_member_rates) {
+		return;
+	}
+	*m = (struct device_rates){.interval_sec = interval_sec};
+	for (size_t k = 0; k < td->n_members; k++) {
+		const struct device_rates *r = &s->devs[td->members[k]].rates;
+
+		valid = valid && r->valid;
+		m->read_iops += r->read_iops;
+		m->write_iops += r->write_iops;
+		m->discard_iops += r->discard_iops;
+		m->flush_iops += r->flush_iops;
+		m->read_bytes_per_sec += r->read_bytes_per_sec;
+		m->write_bytes_per_sec += r->write_bytes_per_sec;
+		m->discard_bytes_per_sec += r->discard_bytes_per_sec;
+		m->read_merges_per_sec += r->read_merges_per_sec;
+		m->write_merges_per_sec += r->write_merges_per_sec;
+		m->queue_depth += r->queue_depth;
+		read_ticks += r->read_await_sec * r->read_iops;
+		write_ticks += r->write_await_sec * r->write_iops;
+		discard_ticks += r->discard_await_sec * r->discard_iops;
+		flush_ticks += r->flush_await_sec * r->flush_iops;
+		m->utilization = fmax(m->utilization, r->utilization);
+	}
+	if (!valid) {
+		*m = (struct device_rates){.interval_sec = interval_sec};
+		return;
+	}
+	m->valid = true;
+	/* averaged ticks / averaged ios = summed ticks / summed ios */
+	m->read_await_sec = m->read_iops > 0 ? read_ticks / m->read_iops : 0;
+	m->write_await_sec = m->write_iops > 0 ? write_ticks / m->write_iops : 0;
+	m->discard_await_sec = m->discard_iops > 0 ? discard_ticks / m->discard_iops : 0;
+	m->flush_await_sec = m->flush_iops > 0 ? flush_ticks / m->flush_iops : 0;
+	m->read_iops /= n;
+	m->write_iops /= n;
+	m->discard_iops /= n;
+	m->flush_iops /= n;
+	m->read_bytes_per_sec /= n;
+	m->write_bytes_per_sec /= n;
+	m->discard_bytes_per_sec /= n;
+	m->read_merges_per_sec /= n;
+	m->write_merges_per_sec /= n;
+	m->queue_depth /= n;
+}
+
+/* The ceiling of one device, after its rates (and member rates) are derived
+ * and before the snapshot is frozen. sd->ceiling persists across ticks, so
+ * counters such as at_ceiling_*_seconds accumulate there; dc is the
+ * device's [device] section (limits, burst model, threshold), NULL when
+ * none. The ceiling module (probes/ceiling.c) hooks in here. */
+static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const struct device_config *dc)
+{
+	struct device_ceiling *c = &sd->ceiling;
+
+	c->iops_limit = dc ? dc->iops_limit : 0;
+	c->throughput_limit = dc ? dc->throughput_limit : 0;
+	c->iops_limit_ratio = NAN;
+	c->throughput_limit_ratio = NAN;
+}
+
+static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
+{
+	struct sampler_snapshot *snap;
+	size_t n_kept = 0, max = s->cfg->max_devices ? s->cfg->max_devices : SIZE_MAX, k = 0;
+
+	for (size_t i = 0; i < s->n_devs; i++) {
+		n_kept += s->devs[i].is_kept;
+	}
+	snap = calloc(1, sizeof(*snap));
+	if (!snap) {
+		return -ENOMEM;
+	}
+	snap->refcount = 1;
+	snap->n_devices_dropped = n_kept > max ? n_kept - max : 0;
+	n_kept = n_kept > max ? max : n_kept;
+	snap->devices = calloc(n_kept ? n_kept : 1, sizeof(*snap->devices));
+	if (!snap->devices) {
+		free(snap);
+		return -ENOMEM;
+	}
+	snap->topology = topology_ref(s->topo);
+	for (size_t i = 0; i < s->n_devs && k < n_kept; i++) {
+		const struct sampler_dev *sd = &s->devs[i];
+		struct device_state *d = &snap->devices[k];
+
+		if (!sd->is_kept) {
+			continue;
+		}
+		d->raw = sd->raw;
+		d->rates = sd->rates;
+		d->has_member_rates = sd->has_member_rates;
+		d->member_rates = sd->member_rates;
+		d->topo = s->topo->devices[i].topo;
+		d->ceiling = sd->ceiling;
+		k++;
+	}
+	snap->n_devices = k;
+	snap->realtime_usec = real;
+	snap->monotonic_usec = mono;
+	snap->parse_errors_total = s->parse_errors_total;
+	snap->n_devices_seen = s->n_devs;
+	*ret = snap;
+	return 0;
+}
+
+int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
+{
+	struct sampler_snapshot *snap = NULL;
+	uint64_t mono, real;
+	double interval_sec;
+	size_t n_bad = 0, n;
+	bool same;
+	int r;
+
+	r = read_diskstats(s);
+	mono = now_usec(CLOCK_MONOTONIC);
+	real = now_usec(CLOCK_REALTIME);
+	if (r < 0) {
+		return r;
+	}
+	r = diskstats_parse_into(s->buf, &s->cur, &s->cur_cap, &n_bad);
+	if (r < 0) {
+		return r;
+	}
+	n = (size_t)r;
+	s->parse_errors_total += n_bad;
+
+	same = n == s->n_devs;
+	for (size_t i = 0; same && i < n; i++) {
+		same = same_device(&s->devs[i].raw, &s->cur[i]);
+	}
+	if (!same) {
+		r = remap_devices(s, n);
+		if (r < 0) {
+			return r;
+		}
+	}
+
+	interval_sec = s->has_last ? (double)(mono - s->last_monotonic_usec) / (double)USEC_PER_SEC : 0.0;
+	for (size_t i = 0; i < n; i++) {
+		struct sampler_dev *sd = &s->devs[i];
+		const struct diskstats_raw *cur = &s->cur[i];
+
+		if (sd->has_prev) {
+			diskstats_derive(&sd->raw, cur, interval_sec, &sd->rates);
+			if (!sd->rates.valid) {
+				/* reset or replaced: its sysfs may have changed too */
+				s->need_refresh = true;
+			} else if (s->topo && s->topo->devices[i].is_unused_loop &&
+				   (cur->reads != sd->raw.reads || cur->writes != sd->raw.writes)) {
+				/* an unused loop device was just set up */
+				s->need_refresh = true;
+			}
+		} else {
+			sd->rates = (struct device_rates){.interval_sec = interval_sec};
+		}
+		sd->raw = *cur;
+		sd->has_prev = true;
+	}
+	s->has_last = true;
+	s->last_monotonic_usec = mono;
+
+	if (s->need_refresh || !s->topo || mono - s->last_refresh_usec >= s->refresh_usec) {
+		r = refresh_topology(s, mono);
+		if (r < 0) {
+			return r;
+		}
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		derive_member_rates(s, i, interval_sec);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (s->devs[i].is_kept) {
+			update_ceiling(s, &s->devs[i], s->devs[i].dc);
+		}
+	}
+
+	r = build_snapshot(s, mono, real, &snap);
+	if (r < 0) {
+		return r;
+	}
+	if (s->pressure_fd >= 0 || !s->pressure_checked) {
+		r = pressure_read(s->procfs, &s->pressure_fd, &snap->pressure);
+		if (r < 0) {
+			sampler_snapshot_unref(snap);
+			return r;
+		}
+		s->pressure_checked = true;
+	}
+	s->samples_total++;
+	snap->samples_total = s->samples_total;
+	*ret = snap;
+	return 0;
+}
+
+int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name)
+{
+	const struct topology_device *d = device_for_target(s->topo, target);
+
+	if (!d) {
+		return -ENODEV;
+	}
+	memcpy(ret_name, d->name, DISKSTATS_NAME_MAX);
+	return 0;
+}
