@@ -7,6 +7,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
+#include "once.h"
 
 static struct cli_args args;
 
@@ -39,6 +40,12 @@ int main(int argc, char **argv)
 		printf("%s\n", summary);
 		config_free(cfg);
 		return EXIT_SUCCESS;
+	}
+
+	if (args.once) {
+		r = once_run(cfg, args.sysfs, stdout);
+		config_free(cfg);
+		return r;
 	}
 
 	r = daemon_new(&args, cfg, &d);

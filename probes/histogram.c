@@ -3,6 +3,7 @@
  * midpoint is within 1/(2*SUB_COUNT) of any value in it. */
 #include "histogram.h"
 
+#include <math.h>
 #include <string.h>
 
 const double histogram_fio_percentiles[HISTOGRAM_N_FIO_PERCENTILES] = {
@@ -133,18 +134,38 @@ double histogram_mean(const struct histogram *h)
 	return h->count ? (double)h->sum_ns / (double)h->count : 0.0;
 }
 
-uint64_t histogram_count_le(const struct histogram *h, uint64_t le_ns)
+double histogram_stddev(const struct histogram *h)
 {
-	uint64_t n = 0;
+	double mean, var = 0;
 
+	if (h->count < 2) {
+		return 0.0;
+	}
+	mean = histogram_mean(h);
 	for (size_t i = 0; i < HISTOGRAM_BUCKETS; i++) {
+		double d;
+
 		if (h->buckets[i] == 0) {
 			continue;
 		}
-		if (bucket_mid(i) > le_ns) {
-			break;
-		}
+		d = (double)bucket_mid(i) - mean;
+		var += d * d * (double)h->buckets[i];
+	}
+	return sqrt(var / (double)(h->count - 1));
+}
+
+uint64_t histogram_count_le(const struct histogram *h, uint64_t le_ns)
+{
+	size_t last = bucket_index(le_ns);
+	uint64_t n = 0;
+
+	/* every bucket below le's own lies wholly below le; le's bucket counts
+	 * when its midpoint (the value percentiles report for it) is <= le */
+	for (size_t i = 0; i < last; i++) {
 		n += h->buckets[i];
+	}
+	if (bucket_mid(last) <= le_ns) {
+		n += h->buckets[last];
 	}
 	return n;
 }

@@ -30,6 +30,9 @@ void histogram_merge(struct histogram *dst, const struct histogram *src);
 /* Value at percentile p (0..100], ns; 0 when empty. */
 uint64_t histogram_percentile(const struct histogram *h, double p);
 double histogram_mean(const struct histogram *h);
+/* Standard deviation (ns), from the bucket midpoints and the exact mean:
+ * within the histogram's resolution. 0 when fewer than two values. */
+double histogram_stddev(const struct histogram *h);
 /* Number of recorded values <= le_ns (for cumulative Prometheus buckets;
  * exact at bucket edges, within the histogram's resolution otherwise). */
 uint64_t histogram_count_le(const struct histogram *h, uint64_t le_ns);

@@ -4,9 +4,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "histogram.h"
+#include "macro.h"
 
 enum probe_op {
 	PROBE_OP_READ,
@@ -54,7 +56,77 @@ struct probe_result {
 
 /* Run `pc` once. Blocks the calling thread for at most ~2x the probe's
  * runtime (a run that takes longer is cancelled and reported as a timeout).
- * `cancel` may be NULL; when it points to true the run stops early. Always
+ * `cancel` may be NULL; when it points to true the run stops early (it is
+ * looked at every 100 ms; probe_start()/probe_cancel() stop at once). Always
  * fills *ret (errors are inside it); returns 0, or -errno only for failures
  * to even start (ENOMEM). */
 int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct probe_result *ret);
+
+/* What a run needs beyond its configuration. */
+struct probe_options {
+	const char *sysfs;       /* sysfs mount point; NULL: "/sys" */
+	uint64_t seed;           /* offsets and data; 0: from getrandom() */
+};
+
+/* A run in progress. Its I/O happens on threads of its own; the handle only
+ * waits for them, so a stuck device never blocks the caller past the run's
+ * deadline (the threads finish and free themselves when the kernel lets
+ * them). */
+struct probe_run;
+
+/* Start running `pc` (copied: the config may be freed at once). `o` may be
+ * NULL. Returns 0 and a handle, or -errno (ENOMEM, EAGAIN: no threads). */
+int probe_start(const struct probe_config *pc, const struct probe_options *o,
+		struct probe_run **ret);
+/* Ask the run to stop now. Thread-safe; may be called any number of times
+ * while the handle is alive. */
+void probe_cancel(struct probe_run *run);
+/* Wait until the run ends, is cancelled, or exceeds its deadline (2x runtime
+ * for the I/O, a size-based budget for the probe file's layout), and fill
+ * *ret. A cancelled run reports -ECANCELED. */
+void probe_wait(struct probe_run *run, struct probe_result *ret);
+/* Release the handle (the run's threads keep what they still use). */
+struct probe_run *probe_run_free(struct probe_run *run);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);
+
+/* The block device a target lives on, for grouping probes that share a disk
+ * and for labels. `disk` is the whole disk of a partition (== dev
+ * otherwise); names are "" when sysfs does not know the device (tmpfs,
+ * btrfs, overlayfs). Does a stat() of the target. */
+struct probe_target_device {
+	dev_t dev;
+	dev_t disk;
+	char name[64];
+	char disk_name[64];
+};
+int probe_target_device(const struct probe_config *pc, const char *sysfs,
+			struct probe_target_device *ret);
+
+/* Pure pieces of the engine, exported for unit tests. ------------------- */
+
+/* splitmix64: the engine's PRNG (offsets, rwmix, data). */
+uint64_t probe_rng_next(uint64_t *state);
+/* fio's rwmixread: true (a read) with probability rwmixread/100. */
+bool probe_rwmix_is_read(uint64_t *rng, unsigned rwmixread);
+/* A uniformly random offset in [start, start + len), aligned to bs from
+ * `start` (len >= bs; start is aligned by the caller). */
+uint64_t probe_random_offset(uint64_t *rng, uint64_t start, uint64_t len, uint64_t bs);
+/* The next sequential offset from *cursor (relative to start), wrapping at
+ * the end of the region; advances *cursor by bs. */
+uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len, uint64_t bs);
+/* The part of a `size`-byte target that job `job` of `numjobs` uses:
+ * sequential modes give each job its own contiguous region (fio's
+ * offset_increment), random and rewrite modes share the whole target. Both
+ * are multiples of bs; *ret_len is 0 when size < bs * numjobs. */
+void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs,
+		      unsigned job, uint64_t *ret_start, uint64_t *ret_len);
+/* Absolute time (ns) at which op number `n` of job `job` may be submitted
+ * so that all `numjobs` jobs together issue `rate_iops` ops per second,
+ * paced from `start_ns` without drift; jobs are interleaved evenly. */
+uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs,
+			   uint64_t rate_iops);
+/* How long a run's I/O phase may take before it is cancelled as a timeout:
+ * 2x runtime, or the interval for number_ios probes. */
+uint64_t probe_timeout_usec(const struct probe_config *pc);
+/* Parse a sysfs queue/logical_block_size value (a power of two, 512..64k). */
+int probe_parse_block_size(const char *s, unsigned *ret);

@@ -1,0 +1,1249 @@
+/* The probe engine. A run has a run thread (opens and lays out the target,
+ * starts the jobs, merges their results) and one thread per job, each with
+ * its own libaio context, slots and histograms; the caller of probe_wait()
+ * only waits on a condition variable with a deadline, so it never blocks
+ * longer than the run's budget, whatever the device does. */
+#include "probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libaio.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "probefile.h"
+
+/* After a cancel or a missed deadline, how long probe_wait() still waits
+ * for the threads to report. */
+#define GRACE_NS (1000 * NSEC_PER_MSEC)
+/* Budget for opening the target and creating the jobs, and the slowest
+ * layout rate iopsd waits for. */
+#define PREPARE_BUDGET_NS (30 * NSEC_PER_SEC)
+#define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
+/* Longest single wait in a job, so that a cancel is seen even while I/O
+ * is stuck. */
+#define JOB_WAIT_SLICE_NS (100 * NSEC_PER_MSEC)
+#define EXT_CANCEL_POLL_NS (100 * NSEC_PER_MSEC)
+#define BUF_ALIGN 4096
+
+enum run_phase {
+	PHASE_PREPARE,
+	PHASE_IO,
+	PHASE_DONE,
+};
+
+struct slot {
+	struct iocb iocb;
+	uint64_t submit_ns;
+	uint64_t offset;
+	enum probe_op op;
+	bool is_inflight;
+	void *buf;
+};
+
+struct job {
+	struct run *run;
+	unsigned index;
+	io_context_t ctx;
+	bool has_ctx;
+	unsigned depth;
+	void *bufs;
+	struct slot *slots;
+	struct slot **free_slots;
+	unsigned n_free;
+	struct iocb **batch;
+	unsigned n_batch;
+	struct io_event *events;
+	uint64_t rng;
+	uint64_t region_start, region_len;
+	uint64_t cursor[2]; /* sequential position of reads and writes */
+	bool is_sync_fsync; /* aio fsync refused: fsync(2), timed */
+	int setup_error;
+	int error;
+	char message[sizeof(((struct probe_result *)0)->message)];
+	uint64_t last_ns;
+	struct probe_op_result op[_PROBE_OP_MAX];
+};
+
+struct run {
+	unsigned refcount; /* atomic */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; broadcast on every state change */
+
+	/* what the run needs from its probe_config, copied */
+	char *name;
+	char *directory;
+	char *filename;
+	char *sysfs;
+	enum probe_rw rw;
+	uint64_t bs, size, runtime_ns, number_ios, rate_iops, timeout_ns;
+	unsigned iodepth, numjobs, rwmixread, fsync_every;
+	bool end_fsync;
+	uint64_t seed;
+
+	int fd;
+	char target[PATH_MAX];
+	const volatile bool *ext_cancel; /* read by probe_wait() only */
+
+	/* under lock */
+	enum run_phase phase;
+	bool is_cancelled; /* also read without the lock, atomically */
+	bool is_released;  /* jobs may leave the start line: */
+	bool go;           /* ...and run (false: a job could not set up) */
+	uint64_t cancel_ns;
+	uint64_t prepare_deadline_ns;
+	uint64_t start_ns;
+	unsigned n_ready, n_finished;
+	struct probe_result result;
+
+	uint64_t shared_block; /* atomic: rewrite's common sequential position */
+	struct job *jobs;
+};
+
+/* Pure pieces ----------------------------------------------------------- */
+
+uint64_t probe_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A uniform integer in [0, n) without a division (Lemire's multiply-shift;
+ * the bias is below n / 2^64). */
+static uint64_t rng_below(uint64_t *rng, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)probe_rng_next(rng) * n) >> 64);
+}
+
+bool probe_rwmix_is_read(uint64_t *rng, unsigned rwmixread)
+{
+	if (rwmixread >= 100) {
+		return true;
+	}
+	return rng_below(rng, 100) < rwmixread;
+}
+
+uint64_t probe_random_offset(uint64_t *rng, uint64_t start, uint64_t len, uint64_t bs)
+{
+	return start + rng_below(rng, len / bs) * bs;
+}
+
+uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len, uint64_t bs)
+{
+	uint64_t off;
+
+	if (*cursor + bs > len) {
+		*cursor = 0;
+	}
+	off = start + *cursor;
+	*cursor += bs;
+	return off;
+}
+
+void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs,
+		      unsigned job, uint64_t *ret_start, uint64_t *ret_len)
+{
+	uint64_t blocks = size / bs, per;
+
+	if (numjobs == 0 || blocks < numjobs) {
+		*ret_start = 0;
+		*ret_len = 0;
+		return;
+	}
+	if (rw == PROBE_RW_READ || rw == PROBE_RW_WRITE || rw == PROBE_RW_RW) {
+		per = blocks / numjobs;
+		*ret_start = (uint64_t)job * per * bs;
+		*ret_len = per * bs;
+		return;
+	}
+	*ret_start = 0;
+	*ret_len = blocks * bs;
+}
+
+uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs,
+			   uint64_t rate_iops)
+{
+	/* op n of job j is op n*numjobs+j of the whole run, due at that many
+	 * 1/rate_iops steps after the start: absolute, so no drift piles up */
+	unsigned __int128 k = (unsigned __int128)n * numjobs + job;
+
+	if (rate_iops == 0) {
+		return start_ns;
+	}
+	return start_ns + (uint64_t)(k * NSEC_PER_SEC / rate_iops);
+}
+
+uint64_t probe_timeout_usec(const struct probe_config *pc)
+{
+	if (pc->runtime_usec > 0) {
+		return 2 * pc->runtime_usec;
+	}
+	return pc->interval_usec > 0 ? pc->interval_usec : 60 * USEC_PER_SEC;
+}
+
+int probe_parse_block_size(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	while (*end == '\n' || *end == ' ') {
+		end++;
+	}
+	if (errno != 0 || end == s || *end != '\0' || v < 512 || v > 65536 || (v & (v - 1)) != 0) {
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+/* Helpers ---------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static struct timespec ns_to_timespec(uint64_t ns)
+{
+	return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC), .tv_nsec = (long)(ns % NSEC_PER_SEC)};
+}
+
+static void set_message(char *msg, size_t len, const char *fmt, ...) _printf_(3, 4);
+static void set_message(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}
+
+static bool run_is_cancelled(struct run *r)
+{
+	return __atomic_load_n(&r->is_cancelled, __ATOMIC_RELAXED);
+}
+
+/* Mark cancelled and wake every waiter. Caller holds r->lock. */
+static void run_cancel_locked(struct run *r)
+{
+	if (!r->is_cancelled) {
+		__atomic_store_n(&r->is_cancelled, true, __ATOMIC_RELAXED);
+		r->cancel_ns = now_ns();
+	}
+	pthread_cond_broadcast(&r->cond);
+}
+
+static void result_init(struct probe_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	for (size_t i = 0; i < _PROBE_OP_MAX; i++) {
+		histogram_init(&res->op[i].lat);
+	}
+}
+
+static struct run *run_ref(struct run *r)
+{
+	__atomic_add_fetch(&r->refcount, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+static void run_unref(struct run *r)
+{
+	if (!r || __atomic_sub_fetch(&r->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
+		return;
+	}
+	if (r->fd >= 0) {
+		close(r->fd);
+	}
+	free(r->jobs);
+	free(r->name);
+	free(r->directory);
+	free(r->filename);
+	free(r->sysfs);
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+/* Block size and device of the target ----------------------------------- */
+
+static int sysfs_dev_attr(const char *sysfs, dev_t dev, const char *attr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	if (major(dev) == 0) {
+		return -ENOENT; /* anonymous device: tmpfs, btrfs, overlayfs */
+	}
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/%s", sysfs, major(dev), minor(dev), attr);
+	return read_one_line(path, buf, len);
+}
+
+/* The logical block size of the device under `dev`: its own queue, or the
+ * whole disk's for a partition; 512 when sysfs does not know it. */
+static unsigned logical_block_size(const char *sysfs, dev_t dev)
+{
+	char buf[32];
+	unsigned v;
+
+	if ((sysfs_dev_attr(sysfs, dev, "queue/logical_block_size", buf, sizeof(buf)) >= 0 ||
+	     sysfs_dev_attr(sysfs, dev, "../queue/logical_block_size", buf, sizeof(buf)) >= 0) &&
+	    probe_parse_block_size(buf, &v) == 0) {
+		return v;
+	}
+	return 512;
+}
+
+static void sysfs_dev_name(const char *sysfs, dev_t dev, char *buf, size_t len)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	const char *slash;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (major(dev) == 0) {
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u", sysfs, major(dev), minor(dev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0) {
+		return;
+	}
+	link[n] = '\0';
+	slash = strrchr(link, '/');
+	slash = slash ? slash + 1 : link;
+	n = (ssize_t)strlen(slash);
+	if ((size_t)n >= len) {
+		n = (ssize_t)len - 1;
+	}
+	memcpy(buf, slash, (size_t)n);
+	buf[n] = '\0';
+}
+
+int probe_target_device(const struct probe_config *pc, const char *sysfs,
+			struct probe_target_device *ret)
+{
+	struct probe_target_device t = {0};
+	const char *path = pc->filename ? pc->filename : pc->directory;
+	struct stat st;
+	char buf[64];
+	unsigned maj, min;
+
+	if (!sysfs) {
+		sysfs = "/sys";
+	}
+	if (!path) {
+		return -EINVAL;
+	}
+	if (stat(path, &st) < 0) {
+		return -errno;
+	}
+	t.dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	t.disk = t.dev;
+	sysfs_dev_name(sysfs, t.dev, t.name, sizeof(t.name));
+	if (sysfs_dev_attr(sysfs, t.dev, "partition", buf, sizeof(buf)) >= 0 &&
+	    sysfs_dev_attr(sysfs, t.dev, "../dev", buf, sizeof(buf)) >= 0 &&
+	    sscanf(buf, "%u:%u", &maj, &min) == 2) {
+		t.disk = makedev(maj, min);
+	}
+	sysfs_dev_name(sysfs, t.disk, t.disk_name, sizeof(t.disk_name));
+	*ret = t;
+	return 0;
+}
+
+/* Jobs -------------------------------------------------------------------- */
+
+static void job_teardown(struct job *j)
+{
+	if (j->has_ctx) {
+		/* waits for whatever the kernel still holds, then frees */
+		io_destroy(j->ctx);
+		j->has_ctx = false;
+	}
+	free(j->bufs);
+	free(j->slots);
+	free(j->free_slots);
+	free(j->batch);
+	free(j->events);
+	j->bufs = NULL;
+	j->slots = NULL;
+	j->free_slots = NULL;
+	j->batch = NULL;
+	j->events = NULL;
+}
+
+static int job_setup(struct job *j)
+{
+	struct run *r = j->run;
+	int e;
+
+	j->depth = r->iodepth;
+	e = posix_memalign(&j->bufs, BUF_ALIGN, (size_t)j->depth * r->bs);
+	if (e != 0) {
+		j->bufs = NULL;
+		return -e;
+	}
+	j->slots = calloc(j->depth, sizeof(*j->slots));
+	j->free_slots = calloc(j->depth, sizeof(*j->free_slots));
+	j->batch = calloc(j->depth, sizeof(*j->batch));
+	j->events = calloc(j->depth, sizeof(*j->events));
+	if (!j->slots || !j->free_slots || !j->batch || !j->events) {
+		return -ENOMEM;
+	}
+	/* write buffers start as non-repeating data; every write then stamps
+	 * its offset into each sector (fio's scramble_buffers) */
+	probefile_fill(j->bufs, (size_t)j->depth * r->bs, r->seed ^ (0xa5a5ULL + j->index), 0);
+	for (unsigned i = 0; i < j->depth; i++) {
+		j->slots[i].buf = (char *)j->bufs + (size_t)i * r->bs;
+		j->free_slots[j->n_free++] = &j->slots[i];
+	}
+	e = io_setup((int)j->depth, &j->ctx);
+	if (e < 0) {
+		return e;
+	}
+	j->has_ctx = true;
+	probe_job_region(r->rw, r->size, r->bs, r->numjobs, j->index, &j->region_start, &j->region_len);
+	j->rng = r->seed + 0x632be59bd9b4e019ULL * (j->index + 1);
+	return 0;
+}
+
+static void job_fail(struct job *j, int err, const char *fmt, ...) _printf_(3, 4);
+static void job_fail(struct job *j, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->error != 0) {
+		return;
+	}
+	j->error = err;
+	va_start(ap, fmt);
+	vsnprintf(j->message, sizeof(j->message), fmt, ap);
+	va_end(ap);
+}
+
+static void scramble(void *buf, uint64_t bs, uint64_t stamp)
+{
+	for (uint64_t i = 0; i < bs; i += 512) {
+		*(uint64_t *)((char *)buf + i) = stamp + i;
+	}
+}
+
+/* Pick the next data op and fill the slot. Returns the op. */
+static enum probe_op job_prep_io(struct job *j, struct slot *s)
+{
+	struct run *r = j->run;
+	enum probe_rw rw = r->rw;
+	bool is_read;
+	uint64_t off;
+
+	switch (rw) {
+	case PROBE_RW_READ:
+	case PROBE_RW_RANDREAD:
+		is_read = true;
+		break;
+	case PROBE_RW_RW:
+	case PROBE_RW_RANDRW:
+		is_read = probe_rwmix_is_read(&j->rng, r->rwmixread);
+		break;
+	default:
+		is_read = false;
+		break;
+	}
+	if (rw == PROBE_RW_REWRITE) {
+		uint64_t blocks = j->region_len / r->bs;
+		uint64_t b = __atomic_fetch_add(&r->shared_block, 1, __ATOMIC_RELAXED);
+
+		off = (b % blocks) * r->bs;
+	} else if (probe_rw_is_random(rw)) {
+		off = probe_random_offset(&j->rng, j->region_start, j->region_len, r->bs);
+	} else {
+		off = probe_sequential_offset(&j->cursor[is_read ? 0 : 1], j->region_start,
+					      j->region_len, r->bs);
+	}
+	s->offset = off;
+	if (is_read) {
+		s->op = PROBE_OP_READ;
+		io_prep_pread(&s->iocb, r->fd, s->buf, r->bs, (long long)off);
+	} else {
+		s->op = PROBE_OP_WRITE;
+		scramble(s->buf, r->bs, probe_rng_next(&j->rng) ^ off);
+		io_prep_pwrite(&s->iocb, r->fd, s->buf, r->bs, (long long)off);
+	}
+	s->iocb.data = s;
+	return s->op;
+}
+
+static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
+{
+	struct run *r = j->run;
+	struct probe_op_result *o = &j->op[s->op];
+	long want = s->op == PROBE_OP_FSYNC ? 0 : (long)r->bs;
+	char e[96];
+
+	if (res == want) {
+		o->ops++;
+		o->bytes += (uint64_t)want;
+		histogram_record(&o->lat, t - s->submit_ns);
+	} else if (res < 0) {
+		o->errors[probe_error_reason_from_errno((int)-res)]++;
+		if (s->op == PROBE_OP_FSYNC) {
+			job_fail(j, (int)res, "fsync of %s failed: %s", r->target,
+				 probefile_strerror((int)res, e, sizeof(e)));
+		} else {
+			job_fail(j, (int)res, "%s failed at offset %" PRIu64 " of %s: %s",
+				 probe_op_to_string(s->op), s->offset, r->target,
+				 probefile_strerror((int)res, e, sizeof(e)));
+		}
+	} else {
+		o->errors[PROBE_ERR_OTHER]++;
+		job_fail(j, -EIO, "short %s at offset %" PRIu64 " of %s: %ld of %ld bytes",
+			 probe_op_to_string(s->op), s->offset, r->target, res, want);
+	}
+	s->is_inflight = false;
+	j->free_slots[j->n_free++] = s;
+	j->last_ns = t;
+}
+
+/* fsync(2) timed as one fsync op, for filesystems that refuse aio fsync. */
+static void job_sync_fsync(struct job *j, struct slot *s)
+{
+	uint64_t t0 = now_ns();
+	long res = fsync(j->run->fd) < 0 ? -errno : 0;
+
+	s->submit_ns = t0;
+	job_complete(j, s, res, now_ns());
+}
+
+/* Submit the batch; what the kernel does not take stays in it (EAGAIN).
+ * Returns the number submitted. */
+static unsigned job_submit(struct job *j)
+{
+	unsigned done = 0;
+	char e[96];
+	uint64_t t;
+	int n;
+
+	while (done < j->n_batch) {
+		n = io_submit(j->ctx, (long)(j->n_batch - done), j->batch + done);
+		if (n > 0) {
+			/* fio's clat: from the moment the kernel has the I/O */
+			t = now_ns();
+			for (int i = 0; i < n; i++) {
+				struct slot *s = j->batch[done + i]->data;
+
+				s->submit_ns = t;
+				s->is_inflight = true;
+			}
+			done += (unsigned)n;
+			continue;
+		}
+		if (n == -EAGAIN || n == 0) {
+			break;
+		}
+		if (n == -EINTR) {
+			continue;
+		}
+		{
+			struct slot *s = j->batch[done]->data;
+
+			if (s->op == PROBE_OP_FSYNC && n == -EINVAL) {
+				j->is_sync_fsync = true;
+				job_sync_fsync(j, s);
+			} else {
+				j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
+				if (n == -EINVAL) {
+					job_fail(j, n, "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64 " may not suit the device",
+						 probe_op_to_string(s->op), s->offset, j->run->target,
+						 probefile_strerror(n, e, sizeof(e)), j->run->bs);
+				} else {
+					job_fail(j, n, "submitting a %s to %s failed: %s",
+						 probe_op_to_string(s->op), j->run->target,
+						 probefile_strerror(n, e, sizeof(e)));
+				}
+				j->free_slots[j->n_free++] = s;
+			}
+			/* drop it from the batch and go on with the rest */
+			memmove(j->batch + done, j->batch + done + 1,
+				(j->n_batch - done - 1) * sizeof(*j->batch));
+			j->n_batch--;
+		}
+	}
+	memmove(j->batch, j->batch + done, (j->n_batch - done) * sizeof(*j->batch));
+	j->n_batch -= done;
+	return done;
+}
+
+/* Sleep until `until` (CLOCK_MONOTONIC ns) or a cancel. */
+static void job_pace_wait(struct job *j, uint64_t until)
+{
+	struct run *r = j->run;
+	struct timespec ts = ns_to_timespec(until);
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->is_cancelled && now_ns() < until) {
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT) {
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
+{
+	struct run *r = j->run;
+	struct io_event ev;
+	unsigned per_op[_PROBE_OP_MAX] = {0};
+
+	for (unsigned i = 0; i < j->depth; i++) {
+		if (j->slots[i].is_inflight) {
+			per_op[j->slots[i].op]++;
+			/* block I/O can rarely be cancelled; teardown waits for it */
+			io_cancel(j->ctx, &j->slots[i].iocb, &ev);
+		}
+	}
+	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+		j->op[op].errors[PROBE_ERR_TIMEOUT] += per_op[op];
+	}
+	if (inflight == 0 && is_issuing) {
+		j->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE].errors[PROBE_ERR_TIMEOUT]++;
+	}
+	job_fail(j, -ETIMEDOUT, "timed out: %u I/O%s still in flight on %s %" PRIu64 " ms after the start (the limit is %s)",
+		 inflight, inflight == 1 ? "" : "s", r->target, r->timeout_ns / NSEC_PER_MSEC,
+		 r->runtime_ns ? "2x runtime" : "the interval");
+}
+
+static void job_loop(struct job *j)
+{
+	struct run *r = j->run;
+	const uint64_t start = r->start_ns;
+	const uint64_t stop_at = r->runtime_ns ? start + r->runtime_ns : UINT64_MAX;
+	const uint64_t hard = start + r->timeout_ns;
+	uint64_t issued = 0, writes = 0, now = start;
+	unsigned inflight = 0;
+	bool is_issuing = true, want_fsync = false, is_fsync_inflight = false;
+
+	j->last_ns = start;
+	for (;;) {
+		uint64_t due = 0, wake;
+		struct timespec ts;
+		int n;
+
+		if (is_issuing && (j->error != 0 || now >= stop_at || run_is_cancelled(r) ||
+				   (r->number_ios && issued >= r->number_ios && !want_fsync))) {
+			is_issuing = false;
+		}
+		while (is_issuing && inflight + j->n_batch < j->depth && !is_fsync_inflight) {
+			struct slot *s;
+
+			if (want_fsync) {
+				/* fsync=N covers the N writes before it: let them complete */
+				if (inflight + j->n_batch > 0) {
+					break;
+				}
+				s = j->free_slots[--j->n_free];
+				s->op = PROBE_OP_FSYNC;
+				s->offset = 0;
+				if (j->is_sync_fsync) {
+					job_sync_fsync(j, s);
+					want_fsync = false;
+					now = now_ns();
+					continue;
+				}
+				io_prep_fsync(&s->iocb, r->fd);
+				s->iocb.data = s;
+				j->batch[j->n_batch++] = &s->iocb;
+				want_fsync = false;
+				is_fsync_inflight = true;
+				break;
+			}
+			if (r->number_ios && issued >= r->number_ios) {
+				break;
+			}
+			if (r->rate_iops) {
+				due = probe_rate_due_ns(start, issued, j->index, r->numjobs, r->rate_iops);
+				if (due > now) {
+					break;
+				}
+				due = 0;
+			}
+			s = j->free_slots[--j->n_free];
+			if (job_prep_io(j, s) == PROBE_OP_WRITE && r->fsync_every > 0 &&
+			    ++writes % r->fsync_every == 0) {
+				want_fsync = true;
+			}
+			j->batch[j->n_batch++] = &s->iocb;
+			issued++;
+		}
+		if (j->n_batch > 0) {
+			unsigned before = j->n_batch;
+			unsigned sent = job_submit(j);
+
+			inflight += sent;
+			if (is_fsync_inflight && sent == 0 && j->n_batch < before) {
+				is_fsync_inflight = false; /* done synchronously or failed */
+			}
+			if (inflight == 0 && j->n_batch > 0) {
+				/* EAGAIN with nothing to wait for: it will not get better */
+				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", r->target);
+				j->op[((struct slot *)j->batch[0]->data)->op].errors[PROBE_ERR_OTHER]++;
+				while (j->n_batch > 0) {
+					j->free_slots[j->n_free++] = j->batch[--j->n_batch]->data;
+				}
+				is_fsync_inflight = false;
+			}
+			now = now_ns();
+			if (j->error != 0) {
+				is_issuing = false;
+			}
+		}
+		if (inflight == 0) {
+			if (j->n_batch == 0 && (!is_issuing || now >= hard)) {
+				if (is_issuing) {
+					job_timeout(j, 0, true);
+				}
+				break;
+			}
+			if (now >= hard) {
+				job_timeout(j, 0, true);
+				break;
+			}
+			if (due > now) {
+				job_pace_wait(j, due < hard ? due : hard);
+				now = now_ns();
+			}
+			continue;
+		}
+		if (now >= hard) {
+			job_timeout(j, inflight, is_issuing);
+			break;
+		}
+		/* wait for completions, or until the next paced submission */
+		wake = now + JOB_WAIT_SLICE_NS;
+		if (due > now && due < wake) {
+			wake = due;
+		}
+		if (hard < wake) {
+			wake = hard;
+		}
+		ts = ns_to_timespec(wake - now);
+		n = io_getevents(j->ctx, 1, (long)j->depth, j->events, &ts);
+		now = now_ns();
+		if (n < 0) {
+			if (n == -EINTR) {
+				continue;
+			}
+			job_fail(j, n, "waiting for I/O on %s failed: %s", r->target, strerror(-n));
+			job_timeout(j, inflight, false);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct slot *s = j->events[i].data;
+
+			if (s->op == PROBE_OP_FSYNC) {
+				is_fsync_inflight = false;
+			}
+			job_complete(j, s, (long)j->events[i].res, now);
+		}
+		inflight -= (unsigned)n;
+	}
+}
+
+static void *job_main(void *userdata)
+{
+	struct job *j = userdata;
+	struct run *r = j->run;
+	bool go;
+
+	j->setup_error = job_setup(j);
+	pthread_mutex_lock(&r->lock);
+	r->n_ready++;
+	pthread_cond_broadcast(&r->cond);
+	while (!r->is_released && !r->is_cancelled) {
+		pthread_cond_wait(&r->cond, &r->lock);
+	}
+	go = r->go && !r->is_cancelled && j->setup_error == 0;
+	pthread_mutex_unlock(&r->lock);
+
+	if (go) {
+		job_loop(j);
+	}
+	pthread_mutex_lock(&r->lock);
+	r->n_finished++;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+
+	/* after reporting: io_destroy() may wait for a stuck device */
+	job_teardown(j);
+	run_unref(r);
+	return NULL;
+}
+
+/* The run thread ---------------------------------------------------------- */
+
+static bool layout_should_stop(void *userdata)
+{
+	struct run *r = userdata;
+
+	return run_is_cancelled(r) || now_ns() >= r->prepare_deadline_ns;
+}
+
+static int run_prepare(struct run *r, struct probe_result *res)
+{
+	struct probefile pf;
+	struct stat st;
+	unsigned lbs;
+	uint64_t size;
+	int k;
+
+	if (r->filename && probe_rw_writes(r->rw)) {
+		set_message(res->message, sizeof(res->message),
+			    "refusing rw=%s on the raw block device %s: iopsd only ever reads a block device",
+			    probe_rw_to_string(r->rw), r->filename);
+		return -EINVAL;
+	}
+	if (r->filename) {
+		k = probefile_open_device(r->filename, r->size, res->message, sizeof(res->message), &pf);
+	} else {
+		size = r->size - r->size % r->bs;
+		k = probefile_open(r->directory, r->name, size, probe_rw_writes(r->rw), r->seed,
+				   layout_should_stop, r, res->message, sizeof(res->message), &pf);
+		if (k == -ECANCELED && !run_is_cancelled(r)) {
+			k = -ETIMEDOUT;
+			set_message(res->message, sizeof(res->message),
+				    "laying out %s took longer than %" PRIu64 " s", r->target,
+				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
+		}
+	}
+	if (k < 0) {
+		return k;
+	}
+	r->fd = pf.fd;
+	res->layout_usec = pf.layout_usec;
+	r->size = pf.size - pf.size % r->bs;
+	if (fstat(r->fd, &st) < 0) {
+		return -errno;
+	}
+	lbs = logical_block_size(r->sysfs, pf.is_block_device ? st.st_rdev : st.st_dev);
+	if (r->bs % lbs != 0) {
+		set_message(res->message, sizeof(res->message),
+			    "bs=%" PRIu64 " is not a multiple of the logical block size (%u bytes) of the device under %s",
+			    r->bs, lbs, r->target);
+		return -EINVAL;
+	}
+	if (r->size < r->bs * r->numjobs) {
+		set_message(res->message, sizeof(res->message),
+			    "%s has %" PRIu64 " bytes, less than bs*numjobs=%" PRIu64, r->target, r->size,
+			    r->bs * r->numjobs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Start the job threads; returns how many started, or -errno with none. */
+static int run_start_jobs(struct run *r, struct probe_result *res)
+{
+	pthread_attr_t attr;
+	unsigned n = 0;
+	int e = 0;
+
+	r->jobs = calloc(r->numjobs, sizeof(*r->jobs));
+	if (!r->jobs) {
+		return -ENOMEM;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (; n < r->numjobs; n++) {
+		pthread_t t;
+
+		r->jobs[n].run = run_ref(r);
+		r->jobs[n].index = n;
+		e = pthread_create(&t, &attr, job_main, &r->jobs[n]);
+		if (e != 0) {
+			run_unref(r);
+			break;
+		}
+	}
+	pthread_attr_destroy(&attr);
+	if (e != 0) {
+		set_message(res->message, sizeof(res->message), "cannot start job threads: %s", strerror(e));
+	}
+	return e != 0 ? -e : (int)n;
+}
+
+static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, uint64_t *ret_end_ns)
+{
+	uint64_t end = r->start_ns;
+
+	for (unsigned i = 0; i < n_jobs; i++) {
+		struct job *j = &r->jobs[i];
+
+		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+			struct probe_op_result *d = &res->op[op];
+
+			d->ops += j->op[op].ops;
+			d->bytes += j->op[op].bytes;
+			for (size_t e = 0; e < _PROBE_ERR_MAX; e++) {
+				d->errors[e] += j->op[op].errors[e];
+			}
+			histogram_merge(&d->lat, &j->op[op].lat);
+		}
+		if (j->last_ns > end) {
+			end = j->last_ns;
+		}
+		if (res->error == 0 && j->setup_error != 0) {
+			char e[96];
+
+			res->error = j->setup_error;
+			set_message(res->message, sizeof(res->message), "cannot set up job %u: %s%s", i,
+				    probefile_strerror(j->setup_error, e, sizeof(e)),
+				    j->setup_error == -EAGAIN ? " (fs.aio-max-nr too low?)" : "");
+		}
+		if (res->error == 0 && j->error != 0) {
+			res->error = j->error;
+			snprintf(res->message, sizeof(res->message), "%s", j->message);
+		}
+	}
+	*ret_end_ns = end;
+}
+
+static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end_ns)
+{
+	struct probe_op_result *o = &res->op[PROBE_OP_FSYNC];
+	uint64_t t0 = now_ns();
+	char e[96];
+
+	if (fsync(r->fd) < 0) {
+		int k = -errno;
+
+		o->errors[probe_error_reason_from_errno(k)]++;
+		if (res->error == 0) {
+			res->error = k;
+			set_message(res->message, sizeof(res->message), "end_fsync of %s failed: %s", r->target,
+				    probefile_strerror(k, e, sizeof(e)));
+		}
+		return;
+	}
+	*end_ns = now_ns();
+	o->ops++;
+	histogram_record(&o->lat, *end_ns - t0);
+}
+
+static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
+{
+	uint64_t data_ops = res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops;
+	double secs;
+
+	if (r->start_ns > 0 && end_ns > r->start_ns) {
+		res->runtime_usec = (end_ns - r->start_ns) / NSEC_PER_USEC;
+	}
+	secs = (double)(end_ns > r->start_ns ? end_ns - r->start_ns : 1) / (double)NSEC_PER_SEC;
+	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+		res->op[op].iops = r->start_ns ? (double)res->op[op].ops / secs : 0;
+		res->op[op].bw_bytes = r->start_ns ? (double)res->op[op].bytes / secs : 0;
+	}
+	if (res->error == 0 && run_is_cancelled(r)) {
+		res->error = -ECANCELED;
+		set_message(res->message, sizeof(res->message), "cancelled");
+	}
+	if (res->error == 0 && data_ops == 0) {
+		res->error = -EIO;
+		set_message(res->message, sizeof(res->message), "no I/O completed on %s", r->target);
+	}
+	res->success = res->error == 0;
+}
+
+static void *run_main(void *userdata)
+{
+	struct run *r = userdata;
+	struct probe_result *res;
+	uint64_t end_ns = 0;
+	int n_jobs, k;
+
+	/* the result is built off-lock and published at the end */
+	res = malloc(sizeof(*res));
+	if (!res) {
+		pthread_mutex_lock(&r->lock);
+		r->result.error = -ENOMEM;
+		set_message(r->result.message, sizeof(r->result.message), "out of memory");
+		r->phase = PHASE_DONE;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+		run_unref(r);
+		return NULL;
+	}
+	result_init(res);
+	res->start_realtime_usec = now_realtime_usec();
+
+	k = run_prepare(r, res);
+	n_jobs = k < 0 ? k : run_start_jobs(r, res);
+	if (k < 0 || n_jobs < 0) {
+		res->error = k < 0 ? k : n_jobs;
+		if (res->message[0] == '\0') {
+			char e[96];
+
+			set_message(res->message, sizeof(res->message), "%s: %s", r->target,
+				    probefile_strerror(res->error, e, sizeof(e)));
+		}
+		res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
+			.errors[probe_error_reason_from_errno(res->error)]++;
+		n_jobs = 0;
+	}
+
+	pthread_mutex_lock(&r->lock);
+	while (r->n_ready < (unsigned)n_jobs && !r->is_cancelled) {
+		pthread_cond_wait(&r->cond, &r->lock);
+	}
+	r->go = n_jobs > 0 && !r->is_cancelled;
+	for (int i = 0; i < n_jobs; i++) {
+		if (r->jobs[i].setup_error != 0) {
+			r->go = false;
+		}
+	}
+	if (r->go) {
+		/* all contexts and buffers are ready: start the clock for all */
+		r->start_ns = now_ns();
+		res->start_realtime_usec = now_realtime_usec();
+		r->phase = PHASE_IO;
+	}
+	r->is_released = true;
+	pthread_cond_broadcast(&r->cond);
+	while (r->n_finished < (unsigned)n_jobs) {
+		pthread_cond_wait(&r->cond, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+
+	if (n_jobs > 0) {
+		run_merge(r, (unsigned)n_jobs, res, &end_ns);
+		if (r->end_fsync && probe_rw_writes(r->rw) && res->error == 0 && !run_is_cancelled(r)) {
+			run_end_fsync(r, res, &end_ns);
+		}
+	}
+	run_finish(r, res, end_ns);
+
+	pthread_mutex_lock(&r->lock);
+	r->result = *res;
+	r->phase = PHASE_DONE;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	free(res);
+	run_unref(r);
+	return NULL;
+}
+
+/* Public API ------------------------------------------------------------- */
+
+static int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
+{
+	struct run *r;
+	pthread_condattr_t ca;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		return -ENOMEM;
+	}
+	r->refcount = 1;
+	r->fd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	r->name = strdup(pc->name ? pc->name : "probe");
+	r->directory = pc->directory ? strdup(pc->directory) : NULL;
+	r->filename = pc->filename ? strdup(pc->filename) : NULL;
+	r->sysfs = strdup(o && o->sysfs ? o->sysfs : "/sys");
+	if (!r->name || !r->sysfs || (pc->directory && !r->directory) || (pc->filename && !r->filename)) {
+		run_unref(r);
+		return -ENOMEM;
+	}
+	if (r->filename) {
+		snprintf(r->target, sizeof(r->target), "%s", r->filename);
+	} else {
+		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.dat", r->directory, r->name);
+	}
+	r->rw = pc->rw;
+	r->bs = pc->bs;
+	r->size = pc->size;
+	r->runtime_ns = pc->runtime_usec * NSEC_PER_USEC;
+	r->number_ios = pc->number_ios;
+	r->rate_iops = pc->rate_iops;
+	r->timeout_ns = probe_timeout_usec(pc) * NSEC_PER_USEC;
+	/* sync and psync measure one I/O at a time: libaio at depth 1 */
+	r->iodepth = pc->ioengine == PROBE_ENGINE_LIBAIO && pc->iodepth > 0 ? pc->iodepth : 1;
+	r->numjobs = pc->numjobs > 0 ? pc->numjobs : 1;
+	r->rwmixread = pc->rwmixread;
+	r->fsync_every = pc->fsync;
+	r->end_fsync = pc->end_fsync;
+	r->seed = o && o->seed ? o->seed : 0;
+	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
+		r->seed = now_ns() ^ ((uint64_t)getpid() << 32);
+	}
+	result_init(&r->result);
+	*ret = r;
+	return 0;
+}
+
+int probe_start(const struct probe_config *pc, const struct probe_options *o, struct probe_run **ret)
+{
+	struct run *r = NULL;
+	pthread_attr_t attr;
+	pthread_t t;
+	int k, e;
+
+	if (!pc->directory && !pc->filename) {
+		return -EINVAL;
+	}
+	if (pc->bs == 0 || (!pc->directory && pc->size > 0 && pc->size < pc->bs) ||
+	    (pc->directory && pc->size < pc->bs)) {
+		return -EINVAL;
+	}
+	k = run_new(pc, o, &r);
+	if (k < 0) {
+		return k;
+	}
+	r->prepare_deadline_ns = now_ns() + PREPARE_BUDGET_NS;
+	if (pc->directory) {
+		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	run_ref(r);
+	e = pthread_create(&t, &attr, run_main, r);
+	pthread_attr_destroy(&attr);
+	if (e != 0) {
+		run_unref(r);
+		run_unref(r);
+		return -e;
+	}
+	*ret = (struct probe_run *)r;
+	return 0;
+}
+
+void probe_cancel(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	if (!r) {
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	run_cancel_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void probe_wait(struct probe_run *run, struct probe_result *ret)
+{
+	struct run *r = (struct run *)run;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		uint64_t now = now_ns(), deadline, wake;
+		struct timespec ts;
+
+		if (r->phase == PHASE_DONE) {
+			*ret = r->result;
+			break;
+		}
+		deadline = r->phase == PHASE_PREPARE ? r->prepare_deadline_ns + GRACE_NS
+						     : r->start_ns + r->timeout_ns + GRACE_NS;
+		if (r->is_cancelled && r->cancel_ns + GRACE_NS < deadline) {
+			deadline = r->cancel_ns + GRACE_NS;
+		}
+		if (now >= deadline) {
+			/* the threads are stuck in the kernel: report without them;
+			 * they finish and free themselves when it lets go */
+			bool was_cancelled = r->is_cancelled;
+
+			result_init(ret);
+			ret->start_realtime_usec = now_realtime_usec();
+			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
+			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
+				.errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
+			set_message(ret->message, sizeof(ret->message),
+				    was_cancelled ? "cancelled; %s did not stop its I/O in time"
+						  : "timed out: %s did not answer within the run's budget",
+				    r->target);
+			run_cancel_locked(r);
+			break;
+		}
+		wake = deadline;
+		if (r->ext_cancel && now + EXT_CANCEL_POLL_NS < wake) {
+			wake = now + EXT_CANCEL_POLL_NS;
+		}
+		ts = ns_to_timespec(wake);
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+		if (r->ext_cancel && *r->ext_cancel) {
+			run_cancel_locked(r);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+struct probe_run *probe_run_free(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	if (!r) {
+		return NULL;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->phase != PHASE_DONE) {
+		/* nobody waits for it any more: stop it */
+		run_cancel_locked(r);
+	}
+	r->ext_cancel = NULL;
+	pthread_mutex_unlock(&r->lock);
+	run_unref(r);
+	return NULL;
+}
+
+int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct probe_result *ret)
+{
+	struct probe_run *run = NULL;
+	int k;
+
+	k = probe_start(pc, NULL, &run);
+	if (k < 0) {
+		return k;
+	}
+	if (cancel) {
+		struct run *r = (struct run *)run;
+
+		pthread_mutex_lock(&r->lock);
+		r->ext_cancel = cancel;
+		if (*cancel) {
+			run_cancel_locked(r);
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	probe_wait(run, ret);
+	probe_run_free(run);
+	return 0;
+}

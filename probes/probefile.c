@@ -1,0 +1,411 @@
+/* Probe file layout and target opening. Everything below DIRECTORY happens
+ * relative to directory fds opened once, with O_NOFOLLOW, so a symlink
+ * planted in the path never redirects a write. */
+#include "probefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define LAYOUT_CHUNK (1024 * 1024)
+#define LAYOUT_ALIGN 4096
+
+static void set_msg(char *msg, size_t len, const char *fmt, ...) _printf_(3, 4);
+static void set_msg(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!msg || len == 0) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}
+
+const char *probefile_strerror(int err, char *buf, size_t len)
+{
+	const char *name, *desc;
+
+	err = err < 0 ? -err : err;
+	name = strerrorname_np(err);
+	desc = strerrordesc_np(err);
+	snprintf(buf, len, "%s (%s)", desc ? desc : "Unknown error", name ? name : "?");
+	return buf;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void probefile_fill(void *buf, size_t len, uint64_t seed, uint64_t offset)
+{
+	uint64_t *w = buf;
+
+	/* word i of the file is mix64(seed + i * golden): distinct for every
+	 * word, so no block of the file repeats another (no dedup, no
+	 * compression shortcut below the filesystem) */
+	for (size_t i = 0; i < len / sizeof(uint64_t); i++) {
+		w[i] = mix64(seed + (offset / sizeof(uint64_t) + i) * 0x9e3779b97f4a7c15ULL);
+	}
+}
+
+bool probefile_is_reusable(uint64_t st_size, uint64_t st_blocks, unsigned st_nlink, uint64_t want_size)
+{
+	/* a file that was written all through has blocks for all of its size;
+	 * a hole (an interrupted layout, a truncate) would read as zeros
+	 * without touching the disk */
+	return st_nlink == 1 && st_size == want_size && st_blocks * 512 >= want_size;
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Open (creating it when missing) DIRECTORY/.iopsd and check that it is a
+ * real directory of ours that nobody else can write into. */
+static int open_state_dir(int dfd, const char *directory, bool *ret_created, char *msg,
+			  size_t msg_len)
+{
+	_cleanup_close_ int idfd = -1;
+	char e[96];
+	struct stat st;
+	bool created = false;
+
+	if (mkdirat(dfd, PROBEFILE_DIR, 0700) == 0) {
+		created = true;
+	} else if (errno != EEXIST) {
+		int r = -errno;
+
+		set_msg(msg, msg_len, "cannot create %s/" PROBEFILE_DIR ": %s", directory,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	idfd = openat(dfd, PROBEFILE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (idfd < 0) {
+		int r = -errno;
+
+		if (r == -ELOOP || r == -ENOTDIR) {
+			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is %s: refusing to use it", directory,
+				r == -ELOOP ? "a symlink" : "not a directory");
+			return -ELOOP;
+		}
+		set_msg(msg, msg_len, "cannot open %s/" PROBEFILE_DIR ": %s", directory,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	if (fstat(idfd, &st) < 0) {
+		return -errno;
+	}
+	if (st.st_uid != geteuid()) {
+		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " belongs to uid %u, not to iopsd (uid %u): refusing to use it",
+			directory, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is writable by other users (mode %04o): refusing to use it",
+			directory, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	*ret_created = created;
+	return TAKE_FD(idfd);
+}
+
+/* Write `size` bytes of non-repeating data with O_DIRECT, then fsync. */
+static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn stop,
+			void *userdata, char *msg, size_t msg_len, const char *what)
+{
+	_cleanup_free_ void *buf = NULL;
+	char e[96];
+	uint64_t off = 0;
+	int r;
+
+	r = posix_memalign(&buf, LAYOUT_ALIGN, LAYOUT_CHUNK);
+	if (r != 0) {
+		return -r;
+	}
+	while (off < size) {
+		size_t n = size - off < LAYOUT_CHUNK ? (size_t)(size - off) : LAYOUT_CHUNK;
+		ssize_t w;
+
+		if (stop && stop(userdata)) {
+			set_msg(msg, msg_len, "laying out %s was stopped after %" PRIu64 " of %" PRIu64 " bytes",
+				what, off, size);
+			return -ECANCELED;
+		}
+		probefile_fill(buf, n, seed, off);
+		w = pwrite(fd, buf, n, (off_t)off);
+		if (w < 0) {
+			r = -errno;
+			set_msg(msg, msg_len, "laying out %s failed at offset %" PRIu64 ": %s", what, off,
+				probefile_strerror(r, e, sizeof(e)));
+			return r;
+		}
+		if ((size_t)w != n) {
+			set_msg(msg, msg_len, "laying out %s: short write at offset %" PRIu64, what, off);
+			return -EIO;
+		}
+		off += n;
+	}
+	if (fsync(fd) < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "fsync of %s failed: %s", what, probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	return 0;
+}
+
+/* Lay out a fresh file under a temporary name and rename it into place, so
+ * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
+ * fd of the new file. */
+static int layout(int idfd, const char *directory, const char *fname, const char *tmpname,
+		  uint64_t size, uint64_t reclaim, uint64_t seed, probefile_stop_fn stop,
+		  void *userdata, char *msg, size_t msg_len)
+{
+	_cleanup_close_ int fd = -1;
+	struct statvfs sv;
+	char e[96], what[512];
+	uint64_t avail;
+	int r;
+
+	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
+	if (fstatvfs(idfd, &sv) == 0) {
+		avail = (uint64_t)sv.f_bavail * sv.f_frsize + reclaim;
+		/* keep 1% + 1 MiB spare for the filesystem's own metadata */
+		if (avail < size + size / 100 + (1ULL << 20)) {
+			set_msg(msg, msg_len, "not enough free space in %s for a %" PRIu64 " byte probe file (%" PRIu64 " bytes available)",
+				directory, size, avail);
+			return -ENOSPC;
+		}
+	}
+	if (unlinkat(idfd, tmpname, 0) < 0 && errno != ENOENT) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot remove the stale %s/" PROBEFILE_DIR "/%s: %s", directory,
+			tmpname, probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	fd = openat(idfd, tmpname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot create %s/" PROBEFILE_DIR "/%s: %s", directory, tmpname,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	/* set O_DIRECT after the create: an open() with O_DIRECT on a
+	 * filesystem without it fails only after creating the file */
+	if (fcntl(fd, F_SETFL, O_DIRECT) < 0) {
+		r = -errno;
+		unlinkat(idfd, tmpname, 0);
+		if (r == -EINVAL) {
+			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)", directory);
+		} else {
+			set_msg(msg, msg_len, "cannot enable O_DIRECT on %s: %s", what,
+				probefile_strerror(r, e, sizeof(e)));
+		}
+		return r;
+	}
+	r = write_layout(fd, size, seed, stop, userdata, msg, msg_len, what);
+	if (r < 0) {
+		unlinkat(idfd, tmpname, 0);
+		return r;
+	}
+	if (renameat(idfd, tmpname, idfd, fname) < 0) {
+		r = -errno;
+		unlinkat(idfd, tmpname, 0);
+		set_msg(msg, msg_len, "cannot rename the laid-out probe file to %s: %s", what,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	if (fsync(idfd) < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "fsync of %s/" PROBEFILE_DIR " failed: %s", directory,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	return TAKE_FD(fd);
+}
+
+/* Open an existing probe file: a reusable fd (>= 0), -ENOENT when it must
+ * be (re-)laid out (with *ret_reclaim the bytes the old one frees), or
+ * another -errno with a message. */
+static int open_existing(int idfd, const char *directory, const char *fname, uint64_t size,
+			 bool is_writable, uint64_t *ret_reclaim, char *msg, size_t msg_len)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	char e[96];
+	int r;
+
+	*ret_reclaim = 0;
+	fd = openat(idfd, fname,
+		    (is_writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -ENOENT) {
+			return r;
+		}
+		if (r == -ELOOP) {
+			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it",
+				directory, fname);
+		} else if (r == -EINVAL) {
+			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
+				directory);
+		} else {
+			set_msg(msg, msg_len, "cannot open %s/" PROBEFILE_DIR "/%s: %s", directory, fname,
+				probefile_strerror(r, e, sizeof(e)));
+		}
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+			directory, fname);
+		return -EPERM;
+	}
+	if (probefile_is_reusable((uint64_t)st.st_size, (uint64_t)st.st_blocks, (unsigned)st.st_nlink, size)) {
+		return TAKE_FD(fd);
+	}
+	/* a hard link to it elsewhere keeps its blocks: count none as freed */
+	*ret_reclaim = st.st_nlink == 1 ? (uint64_t)st.st_blocks * 512 : 0;
+	if (unlinkat(idfd, fname, 0) < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot remove the outdated %s/" PROBEFILE_DIR "/%s: %s", directory,
+			fname, probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	return -ENOENT;
+}
+
+int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
+		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
+		   struct probefile *ret)
+{
+	_cleanup_close_ int dfd = -1, idfd = -1, fd = -1;
+	_cleanup_free_ char *fname = NULL, *tmpname = NULL;
+	char e[96];
+	uint64_t reclaim, t0;
+	bool created = false;
+	int r;
+
+	if (size == 0 || size % 512 != 0) {
+		set_msg(msg, msg_len, "invalid probe file size %" PRIu64, size);
+		return -EINVAL;
+	}
+	if (asprintf(&fname, "%s.dat", name) < 0) {
+		fname = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(&tmpname, ".%s.dat.tmp", name) < 0) {
+		tmpname = NULL;
+		return -ENOMEM;
+	}
+	dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot open directory %s: %s", directory,
+			probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	idfd = open_state_dir(dfd, directory, &created, msg, msg_len);
+	if (idfd < 0) {
+		return idfd;
+	}
+	fd = open_existing(idfd, directory, fname, size, is_writable, &reclaim, msg, msg_len);
+	if (fd >= 0) {
+		*ret = (struct probefile){.fd = TAKE_FD(fd), .size = size};
+		return 0;
+	}
+	if (fd != -ENOENT) {
+		return fd;
+	}
+	t0 = now_usec();
+	fd = layout(idfd, directory, fname, tmpname, size, reclaim, seed, stop, userdata, msg, msg_len);
+	if (fd < 0) {
+		r = fd;
+		fd = -1;
+		if (created) {
+			/* leave nothing behind when the filesystem cannot be probed
+			 * (AT_REMOVEDIR only removes it while it is empty) */
+			unlinkat(dfd, PROBEFILE_DIR, AT_REMOVEDIR);
+		}
+		return r;
+	}
+	if (!is_writable) {
+		int rofd = openat(idfd, fname, O_RDONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+		if (rofd < 0) {
+			return -errno;
+		}
+		close(fd);
+		fd = rofd;
+	}
+	*ret = (struct probefile){.fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec() - t0};
+	if (ret->layout_usec == 0) {
+		ret->layout_usec = 1;
+	}
+	return 0;
+}
+
+int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len,
+			  struct probefile *ret)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	uint64_t dev_size = 0;
+	char e[96];
+	int r;
+
+	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -EINVAL) {
+			set_msg(msg, msg_len, "O_DIRECT not supported by %s (EINVAL)", path);
+		} else {
+			set_msg(msg, msg_len, "cannot open %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+		}
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		return -errno;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file", path);
+		return -EINVAL;
+	}
+	if (ioctl(fd, BLKGETSIZE64, &dev_size) < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot read the size of %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	if (size > dev_size) {
+		set_msg(msg, msg_len, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size, path, dev_size);
+		return -EINVAL;
+	}
+	*ret = (struct probefile){
+		.fd = TAKE_FD(fd),
+		.size = size ? size : dev_size,
+		.is_block_device = true,
+	};
+	return 0;
+}

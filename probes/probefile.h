@@ -1,0 +1,46 @@
+/* Probe targets: the probe file DIRECTORY/.iopsd/NAME.dat (created O_EXCL
+ * and O_NOFOLLOW, fully written with non-repeating data and fsync'd before
+ * anything reads it, reused while its size and allocation match), and raw
+ * block devices (opened read-only, never written). Every fd is O_DIRECT. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROBEFILE_DIR ".iopsd"
+
+/* Returns true when the caller wants the layout to stop (cancel, deadline). */
+typedef bool (*probefile_stop_fn)(void *userdata);
+
+struct probefile {
+	int fd;                 /* O_DIRECT; O_RDWR for writers, O_RDONLY otherwise */
+	uint64_t size;          /* bytes usable by the probe */
+	bool is_block_device;
+	uint64_t layout_usec;   /* time spent laying out the file, 0 when reused */
+};
+
+/* Open the probe file of probe `name` (`size` bytes, a multiple of 4096 or
+ * of the block size) in `directory`, laying it out first when it is missing
+ * or does not match. Writes only inside DIRECTORY/.iopsd/. `stop` (may be
+ * NULL) is asked between layout chunks. `seed` varies the file's data. On
+ * failure returns -errno and a human explanation in `msg` (never written on
+ * success). */
+int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
+		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
+		   struct probefile *ret);
+
+/* Open a raw block device O_RDONLY|O_DIRECT. `size` 0 uses the whole
+ * device; a larger size than the device is -EINVAL. */
+int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len,
+			  struct probefile *ret);
+
+/* Fill `buf` (`len` bytes, a multiple of 8) with data that does not repeat
+ * within a file: each 8-byte word comes from splitmix64 of (seed, offset). */
+void probefile_fill(void *buf, size_t len, uint64_t seed, uint64_t offset);
+
+/* Whether a probe file found on disk can be reused without a new layout. */
+bool probefile_is_reusable(uint64_t st_size, uint64_t st_blocks, unsigned st_nlink, uint64_t want_size);
+
+/* "Invalid argument (EINVAL)" for messages; thread-safe. */
+const char *probefile_strerror(int err, char *buf, size_t len);
