@@ -1,0 +1,498 @@
+/* Ceiling detection and declared-limit accounting, one device at a time.
+ * See ceiling.h and iopsd(8), CEILING DETECTION. */
+#include "ceiling.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "name_index.h"
+
+void ceiling_params_default(struct ceiling_params *ret)
+{
+	*ret = (struct ceiling_params){
+		.window = 15,
+		.plateau_tolerance = 0.01,
+		.plateau_slack_ios = 2.5,
+		.plateau_fraction = 0.8,
+		.max_outliers = 1,
+		.min_queue = 0.9,
+		.min_utilization = 0.8,
+		.min_iops = 10.0,
+		.contradict_factor = 1.10,
+		.contradict_samples = 3,
+		.saturation = 0.95,
+	};
+}
+
+void ceiling_state_init(struct ceiling_state *st)
+{
+	*st = (struct ceiling_state){0};
+}
+
+enum resource {
+	RESOURCE_IOPS,
+	RESOURCE_THROUGHPUT,
+};
+
+static double sample_value(const struct ceiling_sample *s, enum resource res)
+{
+	return res == RESOURCE_IOPS ? s->iops : s->bytes_per_sec;
+}
+
+/* The i-th most recent sample (0 = latest). */
+static const struct ceiling_sample *recent(const struct ceiling_state *st, unsigned i)
+{
+	return &st->ring[(st->head + CEILING_WINDOW_MAX - 1 - i) % CEILING_WINDOW_MAX];
+}
+
+/* Half-width of the plateau band around `level`: relative, but never
+ * narrower than plateau_slack_ios whole I/Os per interval, so that a cap
+ * of 100 IOPS is not missed because one I/O fell into the next second. */
+static double band_for(const struct ceiling_params *p, enum resource res, double level,
+		       const struct ceiling_sample *s)
+{
+	double slack = p->plateau_slack_ios / (s->interval_sec > 0 ? s->interval_sec : 1.0);
+
+	if (res == RESOURCE_THROUGHPUT) {
+		slack *= s->iops > 0 ? s->bytes_per_sec / s->iops : 0.0;
+	}
+	return fmax(p->plateau_tolerance * level, slack);
+}
+
+static bool is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
+{
+	return s->queue_depth >= p->min_queue && s->utilization >= p->min_utilization;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The plateau test over the last p->window samples. A token bucket holds
+ * every second in which requests wait at the same level, to within an I/O
+ * or two; a busy device that is not capped wanders by several percent at
+ * the same queue depth. So: most of the window must be queueing (requests
+ * waiting, device busy), all but max_outliers of those queueing samples
+ * must sit within a narrow band around their median, and the latest sample
+ * must be one of them. Samples without a queue (the workload paused) are
+ * neither evidence for nor against. On success returns true and the level
+ * (the mean of the samples in the band). */
+static bool find_plateau(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
+			 double *ret_level)
+{
+	unsigned window = p->window < CEILING_WINDOW_MAX ? p->window : CEILING_WINDOW_MAX;
+	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
+	unsigned n_q = 0, n_in = 0;
+	const struct ceiling_sample *latest;
+
+	if (window == 0 || st->n < window) {
+		return false;
+	}
+	latest = recent(st, 0);
+	if (!is_queueing(p, latest)) {
+		return false;
+	}
+	for (unsigned i = 0; i < window; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		if (is_queueing(p, s)) {
+			values[n_q++] = sample_value(s, res);
+		}
+	}
+	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
+		return false;
+	}
+	qsort(values, n_q, sizeof(values[0]), cmp_double);
+	median = n_q % 2 ? values[n_q / 2] : (values[n_q / 2 - 1] + values[n_q / 2]) / 2;
+	band = band_for(p, res, median, latest);
+	if (fabs(sample_value(latest, res) - median) > band) {
+		return false;
+	}
+	for (unsigned i = 0; i < window; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		if (is_queueing(p, s) && fabs(sample_value(s, res) - median) <= band) {
+			n_in++;
+			sum += sample_value(s, res);
+			ios += s->iops;
+		}
+	}
+	if (n_q - n_in > p->max_outliers || ios / n_in < p->min_iops) {
+		return false;
+	}
+	*ret_level = sum / n_in;
+	return true;
+}
+
+static void detect(struct ceiling_state *st, const struct ceiling_params *p, enum resource res)
+{
+	struct ceiling_detector *d = res == RESOURCE_IOPS ? &st->iops : &st->throughput;
+	const struct ceiling_sample *latest = recent(st, 0);
+	double x = sample_value(latest, res), level;
+
+	if (find_plateau(st, p, res, &level)) {
+		d->estimate = level;
+		d->is_active = true;
+		d->n_above = 0;
+		return;
+	}
+	/* Hysteresis: once found, the plateau holds while the device stays on
+	 * the estimate with requests queued, even if the window's top moved. */
+	if (d->is_active && fabs(x - d->estimate) <= band_for(p, res, d->estimate, latest) &&
+	    is_queueing(p, latest)) {
+		return;
+	}
+	d->is_active = false;
+	/* A device that sustains more than the estimate proves it wrong (the
+	 * limit was raised, or the plateau was the workload's own). */
+	if (d->estimate > 0 && x > d->estimate * p->contradict_factor) {
+		if (++d->n_above >= p->contradict_samples) {
+			d->estimate = 0.0;
+			d->n_above = 0;
+		}
+	} else {
+		d->n_above = 0;
+	}
+}
+
+static bool has_burst_model(const struct device_config *dc)
+{
+	return dc && dc->burst_iops > 0 && dc->burst_credits > 0 && dc->credit_rate > 0;
+}
+
+void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, const struct device_config *dc,
+		    const struct device_rates *r, struct device_ceiling *ret)
+{
+	struct ceiling_sample *s;
+	double iops, bytes, threshold;
+
+	*ret = (struct device_ceiling){
+		.iops_limit = dc ? dc->iops_limit : 0,
+		.throughput_limit = dc ? dc->throughput_limit : 0,
+		.iops_limit_ratio = NAN,
+		.throughput_limit_ratio = NAN,
+	};
+	if (has_burst_model(dc) && !st->has_burst_balance) {
+		/* A volume starts with a full bucket (gp2 does); iopsd cannot
+		 * know what was spent before it started. */
+		st->burst_balance = (double)dc->burst_credits;
+		st->has_burst_balance = true;
+	} else if (!has_burst_model(dc)) {
+		st->has_burst_balance = false;
+	}
+
+	if (!r->valid || !(r->interval_sec > 0)) {
+		/* A gap: the window restarts, estimates and counters stay. */
+		st->n = 0;
+		goto out;
+	}
+	iops = r->read_iops + r->write_iops;
+	bytes = r->read_bytes_per_sec + r->write_bytes_per_sec;
+
+	s = &st->ring[st->head];
+	*s = (struct ceiling_sample){
+		.interval_sec = r->interval_sec,
+		.iops = iops,
+		.bytes_per_sec = bytes,
+		.queue_depth = r->queue_depth,
+		.utilization = r->utilization,
+		.own_ops = st->pending_own_ops,
+	};
+	st->pending_own_ops = 0.0;
+	st->head = (st->head + 1) % CEILING_WINDOW_MAX;
+	if (st->n < CEILING_WINDOW_MAX) {
+		st->n++;
+	}
+
+	if (st->has_burst_balance) {
+		/* gp2: credits accrue at the baseline rate and every I/O spends
+		 * one; the bucket holds at most burst_credits. */
+		st->burst_balance += (dc->credit_rate - iops) * r->interval_sec;
+		st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
+		if (ret->iops_limit == 0) {
+			/* No fixed limit: the limit now is the burst rate while
+			 * credits last, the baseline once they are spent. */
+			ret->iops_limit = st->burst_balance >= 1.0 ? dc->burst_iops
+								   : (uint64_t)llround(dc->credit_rate);
+		}
+	}
+
+	threshold = dc && dc->ceiling_threshold > 0 ? dc->ceiling_threshold : 0.95;
+	if (ret->iops_limit > 0) {
+		ret->iops_limit_ratio = iops / (double)ret->iops_limit;
+		if (ret->iops_limit_ratio >= threshold) {
+			st->at_ceiling_iops_sec += r->interval_sec;
+		}
+	}
+	if (ret->throughput_limit > 0) {
+		ret->throughput_limit_ratio = bytes / (double)ret->throughput_limit;
+		if (ret->throughput_limit_ratio >= threshold) {
+			st->at_ceiling_throughput_sec += r->interval_sec;
+		}
+	}
+
+	detect(st, p, RESOURCE_IOPS);
+	detect(st, p, RESOURCE_THROUGHPUT);
+	ret->is_throttled = st->iops.is_active || st->throughput.is_active;
+	ret->is_saturated = r->utilization >= p->saturation;
+
+out:
+	ret->at_ceiling_iops_seconds = st->at_ceiling_iops_sec;
+	ret->at_ceiling_throughput_seconds = st->at_ceiling_throughput_sec;
+	ret->has_burst_model = st->has_burst_balance;
+	ret->burst_balance_ratio = st->has_burst_balance ? st->burst_balance / (double)dc->burst_credits : 0.0;
+	ret->iops_ceiling_estimate = st->iops.estimate;
+	ret->throughput_ceiling_estimate = st->throughput.estimate;
+}
+
+void ceiling_state_measured(struct ceiling_state *st, double iops, double bytes_per_sec)
+{
+	if (iops > 0) {
+		st->iops.estimate = iops;
+		st->iops.n_above = 0;
+	}
+	if (bytes_per_sec > 0) {
+		st->throughput.estimate = bytes_per_sec;
+		st->throughput.n_above = 0;
+	}
+}
+
+void ceiling_state_note_own_ops(struct ceiling_state *st, double ops)
+{
+	if (ops > 0) {
+		st->pending_own_ops += ops;
+	}
+}
+
+bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, double max_iops)
+{
+	double covered = 0.0, ops = 0.0;
+
+	for (unsigned i = 0; i < st->n && covered < seconds - 1e-6; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		covered += s->interval_sec;
+		ops += s->iops * s->interval_sec - s->own_ops;
+	}
+	if (covered < seconds - 1e-6 || covered <= 0) {
+		return false;
+	}
+	return fmax(ops, 0.0) / covered <= max_iops;
+}
+
+/* Is `path` one of the comma-separated mount points? Trailing slashes of
+ * the configured name are ignored ("/data/" names "/data"). */
+static bool mountpoints_contain(const char *mountpoints, const char *path)
+{
+	size_t len = strlen(path);
+
+	while (len > 1 && path[len - 1] == '/') {
+		len--;
+	}
+	for (const char *p = mountpoints; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == len && strncmp(p, path, len) == 0) {
+			return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+const struct device_config *ceiling_find_config(const struct config *cfg, const char *name,
+						const char *mountpoints)
+{
+	const struct device_config *dc;
+
+	if (!cfg) {
+		return NULL;
+	}
+	dc = config_find_device(cfg, name);
+	if (dc) {
+		return dc;
+	}
+	for (size_t i = 0; i < cfg->n_devices; i++) {
+		const char *n = cfg->devices[i].name;
+
+		if (strncmp(n, "/dev/", 5) == 0 && strcmp(n + 5, name) == 0) {
+			return &cfg->devices[i];
+		}
+	}
+	for (size_t i = 0; i < cfg->n_devices; i++) {
+		const char *n = cfg->devices[i].name;
+
+		if (n[0] == '/' && mountpoints_contain(mountpoints, n)) {
+			return &cfg->devices[i];
+		}
+	}
+	return NULL;
+}
+
+/* The set ------------------------------------------------------------------ */
+
+struct ceiling_entry {
+	char name[DISKSTATS_NAME_MAX];
+	bool is_seen;                 /* updated during the current sample */
+	struct ceiling_state state;
+};
+
+struct ceiling_set {
+	struct ceiling_params params;
+	struct ceiling_entry **entries;
+	size_t n, allocated;
+	struct name_index index;
+	bool is_index_stale;
+};
+
+static const char *entry_name(const void *base, size_t i)
+{
+	return ((struct ceiling_entry *const *)base)[i]->name;
+}
+
+int ceiling_set_new(const struct ceiling_params *p, struct ceiling_set **ret)
+{
+	struct ceiling_set *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		return -ENOMEM;
+	}
+	if (p) {
+		s->params = *p;
+	} else {
+		ceiling_params_default(&s->params);
+	}
+	*ret = s;
+	return 0;
+}
+
+struct ceiling_set *ceiling_set_free(struct ceiling_set *s)
+{
+	if (!s) {
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->entries[i]);
+	}
+	free(s->entries);
+	name_index_done(&s->index);
+	free(s);
+	return NULL;
+}
+
+static int reindex(struct ceiling_set *s)
+{
+	int r;
+
+	if (!s->is_index_stale) {
+		return 0;
+	}
+	r = name_index_build(&s->index, s->entries, s->n, entry_name);
+	if (r < 0) {
+		return r;
+	}
+	s->is_index_stale = false;
+	return 0;
+}
+
+static struct ceiling_entry *lookup(struct ceiling_set *s, const char *name)
+{
+	size_t i;
+
+	if (reindex(s) < 0) {
+		/* Without an index, a linear search still answers. */
+		for (i = 0; i < s->n; i++) {
+			if (strcmp(s->entries[i]->name, name) == 0) {
+				return s->entries[i];
+			}
+		}
+		return NULL;
+	}
+	i = name_index_find(&s->index, s->entries, entry_name, name);
+	return i == SIZE_MAX ? NULL : s->entries[i];
+}
+
+struct ceiling_state *ceiling_set_find(struct ceiling_set *s, const char *name)
+{
+	struct ceiling_entry *e = lookup(s, name);
+
+	return e ? &e->state : NULL;
+}
+
+static struct ceiling_entry *add(struct ceiling_set *s, const char *name)
+{
+	struct ceiling_entry *e;
+
+	if (strlen(name) >= DISKSTATS_NAME_MAX) {
+		return NULL;
+	}
+	if (s->n == s->allocated) {
+		size_t n = s->allocated ? s->allocated * 2 : 16;
+		struct ceiling_entry **a = reallocarray(s->entries, n, sizeof(*a));
+
+		if (!a) {
+			return NULL;
+		}
+		s->entries = a;
+		s->allocated = n;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		return NULL;
+	}
+	strcpy(e->name, name);
+	ceiling_state_init(&e->state);
+	s->entries[s->n++] = e;
+	s->is_index_stale = true;
+	return e;
+}
+
+int ceiling_set_update(struct ceiling_set *s, const struct config *cfg, const char *name,
+		       const char *mountpoints, const struct device_rates *r, struct device_ceiling *ret)
+{
+	const struct device_config *dc = ceiling_find_config(cfg, name, mountpoints);
+	struct ceiling_entry *e = lookup(s, name);
+
+	if (!e) {
+		e = add(s, name);
+	}
+	if (!e) {
+		*ret = (struct device_ceiling){
+			.iops_limit = dc ? dc->iops_limit : 0,
+			.throughput_limit = dc ? dc->throughput_limit : 0,
+			.iops_limit_ratio = NAN,
+			.throughput_limit_ratio = NAN,
+		};
+		return -ENOMEM;
+	}
+	e->is_seen = true;
+	ceiling_update(&e->state, &s->params, dc, r, ret);
+	return 0;
+}
+
+void ceiling_set_end_sample(struct ceiling_set *s)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct ceiling_entry *e = s->entries[i];
+
+		if (e->is_seen) {
+			e->is_seen = false;
+			s->entries[j++] = e;
+		} else {
+			free(e);
+		}
+	}
+	if (j != s->n) {
+		s->n = j;
+		s->is_index_stale = true;
+	}
+}

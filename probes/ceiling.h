@@ -1,0 +1,110 @@
+/* Ceilings: declared limits (ratio, time at the limit, a gp2-style burst
+ * bucket) and detection of an undeclared ceiling from the per-second samples
+ * (IOPS or throughput holding a flat top while requests queue). Pure: fed
+ * one interval at a time, no I/O and no clock of its own. The algorithm is
+ * described in iopsd(8), CEILING DETECTION. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "device.h"
+#include "diskstats.h"
+
+#define CEILING_WINDOW_MAX 120
+
+/* Detection parameters. The daemon uses ceiling_params_default(); tests and
+ * bench/detect may tune them. */
+struct ceiling_params {
+	unsigned window;              /* samples in the detection window (15) */
+	double plateau_tolerance;     /* half-width of the plateau band, relative to its level (0.01) */
+	double plateau_slack_ios;     /* ... widened to at least this many I/Os per interval (2.5) */
+	double plateau_fraction;      /* share of the window that must be queueing (0.8) */
+	unsigned max_outliers;        /* queueing samples allowed off the band (1) */
+	double min_queue;             /* aqu-sz of a queueing sample (0.9) */
+	double min_utilization;       /* busy ratio of a queueing sample (0.8) */
+	double min_iops;              /* a plateau lower than this is idling, not a ceiling (10) */
+	double contradict_factor;     /* an estimate exceeded by this factor ... (1.10) */
+	unsigned contradict_samples;  /* ... for this many samples in a row is dropped (3) */
+	double saturation;            /* busy ratio from which a device is saturated (0.95) */
+};
+
+void ceiling_params_default(struct ceiling_params *ret);
+
+/* One device's detector state. Plain data: zero it (or ceiling_state_init)
+ * to start. */
+struct ceiling_sample {
+	double interval_sec;
+	double iops;                  /* reads + writes per second */
+	double bytes_per_sec;         /* read + write bytes per second */
+	double queue_depth;           /* aqu-sz */
+	double utilization;           /* 0..1 */
+	double own_ops;               /* I/Os iopsd's own probes reported in this interval */
+};
+
+struct ceiling_detector {
+	double estimate;              /* 0 = none */
+	bool is_active;               /* the plateau holds in the latest sample */
+	unsigned n_above;             /* consecutive samples above estimate * contradict_factor */
+};
+
+struct ceiling_state {
+	struct ceiling_sample ring[CEILING_WINDOW_MAX];
+	unsigned head;                /* next slot to write */
+	unsigned n;                   /* valid samples in the ring, <= CEILING_WINDOW_MAX */
+	struct ceiling_detector iops, throughput;
+	double at_ceiling_iops_sec;
+	double at_ceiling_throughput_sec;
+	bool has_burst_balance;
+	double burst_balance;         /* credits */
+	double pending_own_ops;       /* noted since the last sample */
+};
+
+void ceiling_state_init(struct ceiling_state *st);
+
+/* Feed one interval of `r` (r->valid false: a gap, the window restarts) with
+ * the device's declared limits `dc` (NULL: none declared) and fill *ret.
+ * Counters and estimates persist in `st` across calls. */
+void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, const struct device_config *dc,
+		    const struct device_rates *r, struct device_ceiling *ret);
+
+/* A direct measurement (the ceiling probe's burst on a quiet device): it
+ * becomes the estimate until a plateau says otherwise. Values <= 0 are
+ * ignored. */
+void ceiling_state_measured(struct ceiling_state *st, double iops, double bytes_per_sec);
+
+/* iopsd's own probes did `ops` I/Os on the device since the last sample:
+ * they are subtracted when deciding whether the device is quiet. */
+void ceiling_state_note_own_ops(struct ceiling_state *st, double ops);
+
+/* True when the last `seconds` of samples exist and, after subtracting the
+ * I/Os of iopsd's own probes, averaged at most max_iops. */
+bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, double max_iops);
+
+/* The [device NAME] section that applies to a device: NAME equal to the
+ * device name, "/dev/" + the device name, or one of its mount points
+ * (`mountpoints` is the comma-separated list of struct device_topology).
+ * NULL when none does. */
+const struct device_config *ceiling_find_config(const struct config *cfg, const char *name,
+						const char *mountpoints);
+
+/* Per-device states kept across samples, keyed by device name (the sampler
+ * owns one). A device not updated during a sample is forgotten at
+ * ceiling_set_end_sample(). */
+struct ceiling_set;
+
+int ceiling_set_new(const struct ceiling_params *p, struct ceiling_set **ret);
+struct ceiling_set *ceiling_set_free(struct ceiling_set *s);
+
+/* Update device `name` (created on first sight) from its rates and the
+ * limits `cfg` declares for it by name or mount point, and fill *ret.
+ * Returns 0, or -ENOMEM (then *ret holds the declared limits only). */
+int ceiling_set_update(struct ceiling_set *s, const struct config *cfg, const char *name,
+		       const char *mountpoints, const struct device_rates *r, struct device_ceiling *ret);
+/* Close a sample: forget devices that were not updated since the last call. */
+void ceiling_set_end_sample(struct ceiling_set *s);
+
+/* The state of `name`, NULL when unknown. */
+struct ceiling_state *ceiling_set_find(struct ceiling_set *s, const char *name);

@@ -1,0 +1,642 @@
+/* Ceiling detection on synthetic and recorded per-second series: a cap is
+ * found at its level, moves with the cap, survives idleness, and a busy or
+ * rate-limited device that is not capped is never called throttled; declared
+ * limits, time at the limit and the burst bucket. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ceiling.h"
+#include "macro.h"
+
+/* Deterministic noise: a 64-bit LCG, uniform in [-1, 1). */
+static uint64_t rng_state;
+
+static double noise(void)
+{
+	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(rng_state >> 11) / (double)(1ULL << 53) * 2.0 - 1.0;
+}
+
+static struct device_rates rates(double iops, double bs, double queue, double util)
+{
+	return (struct device_rates){
+		.valid = true,
+		.interval_sec = 1.0,
+		.read_iops = iops,
+		.read_bytes_per_sec = iops * bs,
+		.read_await_sec = iops > 0 ? queue / iops : 0.0,
+		.queue_depth = queue,
+		.utilization = util,
+	};
+}
+
+struct run {
+	struct ceiling_state st;
+	struct ceiling_params p;
+	struct device_ceiling out;
+	unsigned t;               /* samples fed */
+	int first_throttled;      /* sample index when throttled first became 1, -1 never */
+	unsigned n_throttled;
+};
+
+static void run_init(struct run *r)
+{
+	memset(r, 0, sizeof(*r));
+	ceiling_state_init(&r->st);
+	ceiling_params_default(&r->p);
+	r->first_throttled = -1;
+	rng_state = 42;
+}
+
+static void feed_dc(struct run *r, const struct device_config *dc, struct device_rates x)
+{
+	ceiling_update(&r->st, &r->p, dc, &x, &r->out);
+	if (r->out.is_throttled) {
+		if (r->first_throttled < 0) {
+			r->first_throttled = (int)r->t;
+		}
+		r->n_throttled++;
+	}
+	r->t++;
+}
+
+static void feed(struct run *r, struct device_rates x)
+{
+	feed_dc(r, NULL, x);
+}
+
+static void assert_near(double v, double want, double rel)
+{
+	if (fabs(v - want) > rel * want) {
+		fail_msg("%g is not within %g%% of %g", v, rel * 100, want);
+	}
+}
+
+static void test_flat_series_with_rising_queue_is_throttled_at_its_level(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(600 + 2 * noise(), 4096, 8 + 8.0 * i / 30, 1.0));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.05);
+	/* Found as soon as one window is full, not later. */
+	assert_int_equal(r.first_throttled, (int)r.p.window - 1);
+	assert_near(r.out.throughput_ceiling_estimate, 600 * 4096, 0.05);
+}
+
+/* The lab volume capped at 100 and at 2000 read IOPS, fio QD16 4k random
+ * reads for 16 s: the inner loop device as iostat -dxy 1 showed it, one
+ * line per second (r/s, aqu-sz, %util), from fio's start to its end. */
+static const double lab_capped_100[][3] = {
+	{70, 8.95, 68.4}, {100, 15.98, 100}, {100, 16.02, 100}, {100, 16.01, 100}, {100, 15.99, 100},
+	{100, 15.96, 100}, {100, 15.99, 100}, {99.01, 15.84, 99.01}, {100, 15.98, 100},
+	{100, 15.96, 100}, {100, 15.93, 100}, {100, 15.96, 100}, {100, 15.99, 100}, {100, 15.99, 100},
+	{100, 15.99, 100}, {100, 15.99, 100}, {46, 7.59, 42}, {0, 0, 0},
+};
+
+static const double lab_capped_2000[][3] = {
+	{1600, 11.19, 72.4}, {2000, 15.87, 100}, {2000, 15.93, 100}, {2000, 15.90, 100},
+	{2000, 15.92, 100}, {2000, 15.93, 100}, {2000, 15.91, 100}, {2000, 15.99, 100},
+	{2000, 15.84, 100}, {2000, 15.90, 100}, {2000, 15.91, 100}, {2000, 15.92, 100},
+	{2000, 15.92, 100}, {2000, 15.93, 100}, {2000, 15.87, 100}, {2000, 15.91, 100},
+	{416, 4.74, 28}, {0, 0, 0},
+};
+
+/* The same volume and fio job with the cap removed: r/s, aqu-sz, %util. */
+static const double lab_unthrottled[][3] = {
+	{73289, 13.31, 98.8}, {80545, 13.11, 99.2}, {79990, 13.48, 99.6}, {82446, 13.56, 99.2},
+	{74514, 13.51, 98.8}, {81286, 13.43, 98.8}, {79079, 13.48, 98.8}, {79574, 12.89, 98.4},
+	{76042, 13.40, 99.2}, {70766, 13.61, 99.2}, {72871, 13.61, 98.8}, {77347, 13.77, 99.2},
+	{80740, 13.00, 100.0}, {72585, 13.00, 97.6}, {71398, 13.52, 99.2}, {71183, 13.47, 98.8},
+	{75249, 13.30, 99.6}, {76389, 13.25, 99.2}, {74413, 13.16, 98.0},
+};
+
+static void check_recorded_cap(const double (*series)[3], size_t n, double cap)
+{
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < n; i++) {
+		feed(&r, rates(series[i][0], 4096, series[i][1], series[i][2] / 100));
+		if (i + 3 == n) {
+			/* The last full second of fio. */
+			assert_true(r.out.is_throttled);
+		}
+	}
+	/* The partial first second does not delay detection: a full window
+	 * after fio started, and throttled through to its last full second. */
+	assert_int_equal(r.first_throttled, (int)r.p.window - 1);
+	assert_int_equal(r.n_throttled, n - 2 - (r.p.window - 1));
+	assert_false(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, cap, 0.05);
+}
+
+static void test_recorded_lab_caps_are_found(void **state)
+{
+	check_recorded_cap(lab_capped_100, ELEMENTSOF(lab_capped_100), 100);
+	check_recorded_cap(lab_capped_2000, ELEMENTSOF(lab_capped_2000), 2000);
+}
+
+static void test_recorded_busy_unthrottled_device_is_not_throttled(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < ELEMENTSOF(lab_unthrottled); i++) {
+		feed(&r, rates(lab_unthrottled[i][0], 4096, lab_unthrottled[i][1], lab_unthrottled[i][2] / 100));
+	}
+	assert_int_equal(r.n_throttled, 0);
+	assert_true(r.out.iops_ceiling_estimate == 0);
+	/* Busy it is, though. */
+	assert_true(r.out.is_saturated);
+}
+
+static void test_noisy_load_below_the_cap_is_not_throttled(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 300; i++) {
+		feed(&r, rates(300 * (1 + 0.05 * noise()), 4096, 0.1 + 0.05 * noise(), 0.3));
+	}
+	assert_int_equal(r.n_throttled, 0);
+	assert_true(r.out.iops_ceiling_estimate == 0);
+	assert_false(r.out.is_saturated);
+}
+
+static void test_rate_limited_client_without_queue_is_not_throttled(void **state)
+{
+	struct run r;
+
+	/* fio --rate_iops=300 holds a perfectly flat line, but nothing waits. */
+	run_init(&r);
+	for (unsigned i = 0; i < 120; i++) {
+		feed(&r, rates(300, 4096, 0.07, 0.07));
+	}
+	assert_int_equal(r.n_throttled, 0);
+	assert_true(r.out.iops_ceiling_estimate == 0);
+}
+
+static void test_busy_device_with_a_few_percent_of_jitter_is_not_throttled(void **state)
+{
+	struct run r;
+
+	/* A fast device at a fixed queue depth: util and queue pinned, IOPS
+	 * wandering by a few percent. */
+	run_init(&r);
+	for (unsigned i = 0; i < 600; i++) {
+		feed(&r, rates(20000 * (1 + 0.04 * noise()), 4096, 16, 1.0));
+	}
+	assert_int_equal(r.n_throttled, 0);
+}
+
+static void test_step_from_600_to_300_is_followed(void **state)
+{
+	struct run r;
+	int followed = -1;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(600 + noise(), 4096, 16, 1.0));
+	}
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.05);
+	for (unsigned i = 0; i < 60; i++) {
+		feed(&r, rates(300 + noise(), 4096, 16, 1.0));
+		if (followed < 0 && fabs(r.out.iops_ceiling_estimate - 300) <= 15) {
+			followed = (int)i + 1;
+		}
+	}
+	assert_true(followed > 0);
+	assert_true(followed <= 60);
+	/* Within one window of the new level. */
+	assert_true(followed <= (int)r.p.window);
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 300, 0.05);
+}
+
+static void test_step_up_is_followed_too(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(300 + noise(), 4096, 16, 1.0));
+	}
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(900 + noise(), 4096, 16, 1.0));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 900, 0.05);
+}
+
+static void test_estimate_is_kept_after_the_load_goes_away(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 20; i++) {
+		feed(&r, rates(600, 4096, 16, 1.0));
+	}
+	assert_true(r.out.is_throttled);
+	for (unsigned i = 0; i < 600; i++) {
+		feed(&r, rates(0, 0, 0, 0));
+	}
+	assert_false(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.01);
+	/* Light load below the ceiling says nothing against it either. */
+	for (unsigned i = 0; i < 60; i++) {
+		feed(&r, rates(200 * (1 + 0.1 * noise()), 4096, 0.2, 0.3));
+	}
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.01);
+}
+
+static void test_estimate_is_dropped_when_the_device_sustains_more(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 20; i++) {
+		feed(&r, rates(600, 4096, 16, 1.0));
+	}
+	/* One second above is not enough (a burst, a sampling artefact). */
+	feed(&r, rates(900, 4096, 16, 1.0));
+	feed(&r, rates(600, 4096, 16, 1.0));
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.01);
+	for (unsigned i = 0; i < 3; i++) {
+		feed(&r, rates(900 * (1 + 0.1 * noise()), 4096, 4, 0.9));
+	}
+	assert_true(r.out.iops_ceiling_estimate == 0);
+	assert_false(r.out.is_throttled);
+}
+
+static void test_idle_device_reports_nothing(void **state)
+{
+	struct run r;
+	struct device_rates invalid = {.valid = false};
+
+	run_init(&r);
+	feed(&r, invalid);
+	assert_true(isnan(r.out.iops_limit_ratio));
+	for (unsigned i = 0; i < 120; i++) {
+		feed(&r, rates(0, 0, 0, 0));
+	}
+	assert_int_equal(r.n_throttled, 0);
+	assert_false(r.out.is_saturated);
+	assert_true(r.out.iops_ceiling_estimate == 0);
+	assert_true(r.out.throughput_ceiling_estimate == 0);
+	assert_int_equal(r.out.iops_limit, 0);
+	assert_true(isnan(r.out.iops_limit_ratio));
+	assert_true(r.out.at_ceiling_iops_seconds == 0);
+	assert_false(r.out.has_burst_model);
+}
+
+static void test_a_trickle_is_not_a_ceiling(void **state)
+{
+	struct run r;
+
+	/* 2 IOPS, perfectly regular, always one request outstanding: below
+	 * min_iops, whatever the queue says. */
+	run_init(&r);
+	for (unsigned i = 0; i < 60; i++) {
+		feed(&r, rates(2, 4096, 1.0, 1.0));
+	}
+	assert_int_equal(r.n_throttled, 0);
+}
+
+static void test_queue_depth_one_at_the_cap_is_throttled(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 20; i++) {
+		feed(&r, rates(600 + noise(), 4096, 0.98, 0.99));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.05);
+}
+
+static void test_a_few_dips_below_the_cap_do_not_hide_it(void **state)
+{
+	struct run r;
+
+	/* A database that hits its limit most of the time, and pauses now and
+	 * then (queue drains during the pause). */
+	run_init(&r);
+	for (unsigned i = 0; i < 40; i++) {
+		if (i % 10 == 3) {
+			feed(&r, rates(350, 4096, 0.3, 0.6));
+		} else {
+			feed(&r, rates(1000 + noise(), 4096, 12, 1.0));
+		}
+	}
+	assert_near(r.out.iops_ceiling_estimate, 1000, 0.05);
+	assert_true(r.out.is_throttled);
+}
+
+static void test_small_cap_survives_one_io_of_jitter(void **state)
+{
+	struct run r;
+	const double xs[] = {100, 98, 102, 100, 99, 101, 100, 98, 102, 100, 99, 101};
+
+	run_init(&r);
+	for (size_t i = 0; i < 3 * ELEMENTSOF(xs); i++) {
+		feed(&r, rates(xs[i % ELEMENTSOF(xs)], 16384, 16, 1.0));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 100, 0.05);
+}
+
+static void test_gap_restarts_the_window(void **state)
+{
+	struct run r;
+	struct device_rates invalid = {.valid = false};
+
+	run_init(&r);
+	for (unsigned i = 0; i + 1 < r.p.window; i++) {
+		feed(&r, rates(600, 4096, 16, 1.0));
+	}
+	feed(&r, invalid);
+	for (unsigned i = 0; i + 1 < r.p.window; i++) {
+		feed(&r, rates(600, 4096, 16, 1.0));
+	}
+	assert_int_equal(r.n_throttled, 0);
+	feed(&r, rates(600, 4096, 16, 1.0));
+	assert_true(r.out.is_throttled);
+}
+
+static void test_throughput_plateau_of_large_requests(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 15; i++) {
+		feed(&r, rates(200 + 0.5 * noise(), 65536, 16, 1.0));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.throughput_ceiling_estimate, 200 * 65536.0, 0.05);
+	assert_near(r.out.iops_ceiling_estimate, 200, 0.05);
+}
+
+static void test_declared_limits_ratio_and_seconds_at_the_limit(void **state)
+{
+	struct device_config dc = {
+		.name = "loop7",
+		.iops_limit = 600,
+		.throughput_limit = 4 << 20,
+		.ceiling_threshold = 0.95,
+	};
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 10; i++) {
+		feed_dc(&r, &dc, rates(600, 4096, 16, 1.0));
+	}
+	assert_int_equal(r.out.iops_limit, 600);
+	assert_int_equal(r.out.throughput_limit, 4 << 20);
+	assert_near(r.out.iops_limit_ratio, 1.0, 1e-9);
+	assert_near(r.out.throughput_limit_ratio, 600 * 4096.0 / (4 << 20), 1e-9);
+	assert_near(r.out.at_ceiling_iops_seconds, 10, 1e-9);
+	assert_true(r.out.at_ceiling_throughput_seconds == 0);
+	for (unsigned i = 0; i < 10; i++) {
+		feed_dc(&r, &dc, rates(500, 4096, 1, 0.9)); /* 0.83 */
+	}
+	assert_near(r.out.iops_limit_ratio, 500.0 / 600, 1e-9);
+	assert_near(r.out.at_ceiling_iops_seconds, 10, 1e-9);
+	for (unsigned i = 0; i < 5; i++) {
+		feed_dc(&r, &dc, rates(571, 4096, 1, 0.9)); /* 0.9517 */
+	}
+	assert_near(r.out.at_ceiling_iops_seconds, 15, 1e-9);
+	/* A tighter threshold counts less. */
+	dc.ceiling_threshold = 0.99;
+	feed_dc(&r, &dc, rates(571, 4096, 1, 0.9));
+	assert_near(r.out.at_ceiling_iops_seconds, 15, 1e-9);
+	feed_dc(&r, &dc, rates(600, 8192, 16, 1.0));
+	assert_near(r.out.at_ceiling_iops_seconds, 16, 1e-9);
+	assert_near(r.out.at_ceiling_throughput_seconds, 1, 1e-9);
+}
+
+static void test_at_the_limit_counts_seconds_of_interval(void **state)
+{
+	struct device_config dc = {.name = "x", .iops_limit = 1000, .ceiling_threshold = 0.95};
+	struct run r;
+	struct device_rates x = rates(1000, 4096, 8, 1.0);
+
+	run_init(&r);
+	x.interval_sec = 0.5;
+	for (unsigned i = 0; i < 7; i++) {
+		feed_dc(&r, &dc, x);
+	}
+	assert_near(r.out.at_ceiling_iops_seconds, 3.5, 1e-9);
+	/* A gap counts nothing and keeps the counter. */
+	x.valid = false;
+	feed_dc(&r, &dc, x);
+	assert_near(r.out.at_ceiling_iops_seconds, 3.5, 1e-9);
+	assert_true(isnan(r.out.iops_limit_ratio));
+}
+
+static void test_burst_bucket_drains_and_refills(void **state)
+{
+	/* gp2-like, scaled down: 100 IOPS baseline, 3000 burst, 29000 credits:
+	 * at 3000 IOPS the bucket loses 2900 a second and lasts 10 s. */
+	struct device_config dc = {
+		.name = "xvdf",
+		.burst_iops = 3000,
+		.burst_credits = 29000,
+		.credit_rate = 100,
+		.ceiling_threshold = 0.95,
+	};
+	struct run r;
+
+	run_init(&r);
+	feed_dc(&r, &dc, rates(0, 0, 0, 0));
+	assert_true(r.out.has_burst_model);
+	assert_near(r.out.burst_balance_ratio, 1.0, 1e-9);
+	assert_int_equal(r.out.iops_limit, 3000);
+	for (unsigned i = 0; i < 5; i++) {
+		feed_dc(&r, &dc, rates(3000, 4096, 16, 1.0));
+	}
+	assert_near(r.out.burst_balance_ratio, 0.5, 1e-9);
+	assert_int_equal(r.out.iops_limit, 3000);
+	assert_near(r.out.iops_limit_ratio, 1.0, 1e-9);
+	for (unsigned i = 0; i < 5; i++) {
+		feed_dc(&r, &dc, rates(3000, 4096, 16, 1.0));
+	}
+	assert_true(r.out.burst_balance_ratio == 0);
+	/* Spent: the volume is held at its baseline and never goes negative. */
+	assert_int_equal(r.out.iops_limit, 100);
+	for (unsigned i = 0; i < 20; i++) {
+		feed_dc(&r, &dc, rates(100, 4096, 16, 1.0));
+	}
+	assert_true(r.out.burst_balance_ratio == 0);
+	assert_int_equal(r.out.iops_limit, 100);
+	assert_near(r.out.iops_limit_ratio, 1.0, 1e-9);
+	/* Idle: 100 credits a second come back, up to the bucket size. */
+	for (unsigned i = 0; i < 145; i++) {
+		feed_dc(&r, &dc, rates(0, 0, 0, 0));
+	}
+	assert_near(r.out.burst_balance_ratio, 0.5, 1e-9);
+	assert_int_equal(r.out.iops_limit, 3000);
+	for (unsigned i = 0; i < 1000; i++) {
+		feed_dc(&r, &dc, rates(0, 0, 0, 0));
+	}
+	assert_near(r.out.burst_balance_ratio, 1.0, 1e-9);
+}
+
+static void test_declared_iops_limit_wins_over_the_burst_rate(void **state)
+{
+	struct device_config dc = {
+		.name = "xvdf",
+		.iops_limit = 500,
+		.burst_iops = 3000,
+		.burst_credits = 29000,
+		.credit_rate = 100,
+		.ceiling_threshold = 0.95,
+	};
+	struct run r;
+
+	run_init(&r);
+	feed_dc(&r, &dc, rates(500, 4096, 16, 1.0));
+	assert_int_equal(r.out.iops_limit, 500);
+	assert_near(r.out.burst_balance_ratio, (29000.0 - 400) / 29000, 1e-9);
+}
+
+static void test_quiet_subtracts_iopsd_own_probes(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	assert_false(ceiling_state_is_quiet(&r.st, 3, 5));
+	for (unsigned i = 0; i < 3; i++) {
+		feed(&r, rates(1, 4096, 0, 0.01));
+	}
+	assert_true(ceiling_state_is_quiet(&r.st, 3, 5));
+	assert_false(ceiling_state_is_quiet(&r.st, 4, 5));
+	/* A probe did 50 I/Os: the device is busy unless they are iopsd's. */
+	feed(&r, rates(51, 4096, 0.1, 0.1));
+	assert_false(ceiling_state_is_quiet(&r.st, 3, 5));
+	ceiling_state_note_own_ops(&r.st, 50);
+	feed(&r, rates(51, 4096, 0.1, 0.1));
+	/* The previous 51 still count against it. */
+	assert_false(ceiling_state_is_quiet(&r.st, 3, 5));
+	for (unsigned i = 0; i < 2; i++) {
+		feed(&r, rates(1, 4096, 0, 0.01));
+	}
+	assert_true(ceiling_state_is_quiet(&r.st, 3, 5));
+}
+
+static void test_measurement_becomes_the_estimate(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	ceiling_state_measured(&r.st, 1234, 5e6);
+	feed(&r, rates(0, 0, 0, 0));
+	assert_near(r.out.iops_ceiling_estimate, 1234, 1e-9);
+	assert_near(r.out.throughput_ceiling_estimate, 5e6, 1e-9);
+	assert_false(r.out.is_throttled);
+	ceiling_state_measured(&r.st, 0, 0);
+	feed(&r, rates(0, 0, 0, 0));
+	assert_near(r.out.iops_ceiling_estimate, 1234, 1e-9);
+}
+
+static void test_config_found_by_name_dev_path_or_mount_point(void **state)
+{
+	struct device_config devs[] = {
+		{.name = "nvme1n1", .iops_limit = 1},
+		{.name = "/dev/xvdf", .iops_limit = 2},
+		{.name = "/data/", .iops_limit = 3},
+		{.name = "/srv", .iops_limit = 4},
+	};
+	struct config cfg = {.devices = devs, .n_devices = ELEMENTSOF(devs)};
+
+	assert_ptr_equal(ceiling_find_config(&cfg, "nvme1n1", ""), &devs[0]);
+	assert_ptr_equal(ceiling_find_config(&cfg, "xvdf", ""), &devs[1]);
+	assert_ptr_equal(ceiling_find_config(&cfg, "loop3", "/mnt,/data"), &devs[2]);
+	assert_ptr_equal(ceiling_find_config(&cfg, "loop4", "/srv"), &devs[3]);
+	assert_null(ceiling_find_config(&cfg, "loop5", "/srv2,/dat,/data/x"));
+	assert_null(ceiling_find_config(&cfg, "nvme1n1p1", ""));
+	assert_null(ceiling_find_config(NULL, "nvme1n1", ""));
+	/* A name beats a mount point. */
+	assert_ptr_equal(ceiling_find_config(&cfg, "nvme1n1", "/srv"), &devs[0]);
+}
+
+static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **state)
+{
+	struct device_config devs[] = {{.name = "/lab", .iops_limit = 600, .ceiling_threshold = 0.95}};
+	struct config cfg = {.devices = devs, .n_devices = 1};
+	struct ceiling_set *s = NULL;
+	struct device_ceiling out;
+	struct device_rates capped = rates(600, 4096, 16, 1.0), busy = rates(50, 4096, 1, 0.5);
+	char name[32];
+
+	assert_int_equal(ceiling_set_new(NULL, &s), 0);
+	for (unsigned t = 0; t < 20; t++) {
+		/* Many devices, so that the index is exercised. */
+		for (unsigned i = 0; i < 40; i++) {
+			snprintf(name, sizeof(name), "sd%u", i);
+			assert_int_equal(ceiling_set_update(s, &cfg, name, "", &busy, &out), 0);
+		}
+		assert_int_equal(ceiling_set_update(s, &cfg, "loop9", "/lab", &capped, &out), 0);
+		ceiling_set_end_sample(s);
+	}
+	assert_true(out.is_throttled);
+	assert_int_equal(out.iops_limit, 600);
+	assert_near(out.at_ceiling_iops_seconds, 20, 1e-9);
+	assert_non_null(ceiling_set_find(s, "loop9"));
+	assert_non_null(ceiling_set_find(s, "sd39"));
+
+	/* loop9 vanishes for one sample: forgotten, then starts afresh. */
+	assert_int_equal(ceiling_set_update(s, &cfg, "sd0", "", &busy, &out), 0);
+	ceiling_set_end_sample(s);
+	assert_null(ceiling_set_find(s, "loop9"));
+	assert_null(ceiling_set_find(s, "sd1"));
+	assert_non_null(ceiling_set_find(s, "sd0"));
+	assert_int_equal(ceiling_set_update(s, &cfg, "loop9", "/lab", &capped, &out), 0);
+	assert_near(out.at_ceiling_iops_seconds, 1, 1e-9);
+	assert_false(out.is_throttled);
+	ceiling_set_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flat_series_with_rising_queue_is_throttled_at_its_level),
+		cmocka_unit_test(test_recorded_lab_caps_are_found),
+		cmocka_unit_test(test_recorded_busy_unthrottled_device_is_not_throttled),
+		cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
+		cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),
+		cmocka_unit_test(test_busy_device_with_a_few_percent_of_jitter_is_not_throttled),
+		cmocka_unit_test(test_step_from_600_to_300_is_followed),
+		cmocka_unit_test(test_step_up_is_followed_too),
+		cmocka_unit_test(test_estimate_is_kept_after_the_load_goes_away),
+		cmocka_unit_test(test_estimate_is_dropped_when_the_device_sustains_more),
+		cmocka_unit_test(test_idle_device_reports_nothing),
+		cmocka_unit_test(test_a_trickle_is_not_a_ceiling),
+		cmocka_unit_test(test_queue_depth_one_at_the_cap_is_throttled),
+		cmocka_unit_test(test_a_few_dips_below_the_cap_do_not_hide_it),
+		cmocka_unit_test(test_small_cap_survives_one_io_of_jitter),
+		cmocka_unit_test(test_gap_restarts_the_window),
+		cmocka_unit_test(test_throughput_plateau_of_large_requests),
+		cmocka_unit_test(test_declared_limits_ratio_and_seconds_at_the_limit),
+		cmocka_unit_test(test_at_the_limit_counts_seconds_of_interval),
+		cmocka_unit_test(test_burst_bucket_drains_and_refills),
+		cmocka_unit_test(test_declared_iops_limit_wins_over_the_burst_rate),
+		cmocka_unit_test(test_quiet_subtracts_iopsd_own_probes),
+		cmocka_unit_test(test_measurement_becomes_the_estimate),
+		cmocka_unit_test(test_config_found_by_name_dev_path_or_mount_point),
+		cmocka_unit_test(test_set_keeps_state_by_name_and_forgets_vanished_devices),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
