@@ -286,56 +286,6 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
 	return fmax(ops, 0.0) / covered <= max_iops;
 }
 
-/* Is `path` one of the comma-separated mount points? Trailing slashes of
- * the configured name are ignored ("/data/" names "/data"). */
-static bool mountpoints_contain(const char *mountpoints, const char *path)
-{
-	size_t len = strlen(path);
-
-	while (len > 1 && path[len - 1] == '/') {
-		len--;
-	}
-	for (const char *p = mountpoints; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-
-		if (n == len && strncmp(p, path, len) == 0) {
-			return true;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return false;
-}
-
-const struct device_config *ceiling_find_config(const struct config *cfg, const char *name,
-						const char *mountpoints)
-{
-	const struct device_config *dc;
-
-	if (!cfg) {
-		return NULL;
-	}
-	dc = config_find_device(cfg, name);
-	if (dc) {
-		return dc;
-	}
-	for (size_t i = 0; i < cfg->n_devices; i++) {
-		const char *n = cfg->devices[i].name;
-
-		if (strncmp(n, "/dev/", 5) == 0 && strcmp(n + 5, name) == 0) {
-			return &cfg->devices[i];
-		}
-	}
-	for (size_t i = 0; i < cfg->n_devices; i++) {
-		const char *n = cfg->devices[i].name;
-
-		if (n[0] == '/' && mountpoints_contain(mountpoints, n)) {
-			return &cfg->devices[i];
-		}
-	}
-	return NULL;
-}
-
 /* The set ------------------------------------------------------------------ */
 
 struct ceiling_entry {
@@ -454,11 +404,12 @@ static struct ceiling_entry *add(struct ceiling_set *s, const char *name)
 	return e;
 }
 
-int ceiling_set_update(struct ceiling_set *s, const struct config *cfg, const char *name,
-		       const char *mountpoints, const struct device_rates *r, struct device_ceiling *ret)
+int ceiling_set_update(struct ceiling_set *s, const char *name, const struct device_config *dc,
+		       const struct device_rates *r, const struct device_rates *member,
+		       struct device_ceiling *ret)
 {
-	const struct device_config *dc = ceiling_find_config(cfg, name, mountpoints);
 	struct ceiling_entry *e = lookup(s, name);
+	struct device_rates x = *r;
 
 	if (!e) {
 		e = add(s, name);
@@ -472,8 +423,12 @@ int ceiling_set_update(struct ceiling_set *s, const struct config *cfg, const ch
 		};
 		return -ENOMEM;
 	}
+	if (member && member->valid) {
+		x.queue_depth = fmax(x.queue_depth, member->queue_depth);
+		x.utilization = fmax(x.utilization, member->utilization);
+	}
 	e->is_seen = true;
-	ceiling_update(&e->state, &s->params, dc, r, ret);
+	ceiling_update(&e->state, &s->params, dc, &x, ret);
 	return 0;
 }
 

@@ -83,13 +83,6 @@ void ceiling_state_note_own_ops(struct ceiling_state *st, double ops);
  * I/Os of iopsd's own probes, averaged at most max_iops. */
 bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, double max_iops);
 
-/* The [device NAME] section that applies to a device: NAME equal to the
- * device name, "/dev/" + the device name, or one of its mount points
- * (`mountpoints` is the comma-separated list of struct device_topology).
- * NULL when none does. */
-const struct device_config *ceiling_find_config(const struct config *cfg, const char *name,
-						const char *mountpoints);
-
 /* Per-device states kept across samples, keyed by device name (the sampler
  * owns one). A device not updated during a sample is forgotten at
  * ceiling_set_end_sample(). */
@@ -98,11 +91,15 @@ struct ceiling_set;
 int ceiling_set_new(const struct ceiling_params *p, struct ceiling_set **ret);
 struct ceiling_set *ceiling_set_free(struct ceiling_set *s);
 
-/* Update device `name` (created on first sight) from its rates and the
- * limits `cfg` declares for it by name or mount point, and fill *ret.
- * Returns 0, or -ENOMEM (then *ret holds the declared limits only). */
-int ceiling_set_update(struct ceiling_set *s, const struct config *cfg, const char *name,
-		       const char *mountpoints, const struct device_rates *r, struct device_ceiling *ret);
+/* Update device `name` (created on first sight) from its rates and its
+ * [device] section `dc` (NULL: none), and fill *ret. `member` (NULL when
+ * none) are the md/dm member aggregates of device.h: an md device accounts
+ * no busy time or queue of its own, so the busiest member's utilization and
+ * the members' queue stand in when larger. Returns 0, or -ENOMEM (then *ret
+ * holds the declared limits only). */
+int ceiling_set_update(struct ceiling_set *s, const char *name, const struct device_config *dc,
+		       const struct device_rates *r, const struct device_rates *member,
+		       struct device_ceiling *ret);
 /* Close a sample: forget devices that were not updated since the last call. */
 void ceiling_set_end_sample(struct ceiling_set *s);
 

@@ -131,6 +131,12 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret);
  * ret_name (DISKSTATS_NAME_MAX bytes). -ENODEV when unknown. */
 int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name);
 
+/* The ceiling detector state of every kept device (probes/ceiling.h), for
+ * the ceiling probe: is a device quiet, and its measured ceiling. Owned by
+ * the sampler; use it on the sampler's thread only. */
+struct ceiling_set;
+struct ceiling_set *sampler_ceilings(struct sampler *s);
+
 /* Knobs for tests and benchmarks; the daemon uses the defaults. */
 #define SAMPLER_TOPOLOGY_REFRESH_USEC (60ULL * 1000000ULL)
 void sampler_set_topology_refresh(struct sampler *s, uint64_t usec);

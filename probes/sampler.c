@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ceiling.h"
 #include "fileio.h"
 #include "macro.h"
 #include "name_index.h"
@@ -62,6 +63,8 @@ struct sampler {
 
 	int pressure_fd;                /* kept open while the kernel has PSI */
 	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
+
+	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
 };
 
 static uint64_t now_usec(clockid_t clock)
@@ -222,7 +225,7 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->sysfs = strdup(sysfs);
 	s->buf_size = DISKSTATS_BUF_INITIAL;
 	s->buf = malloc(s->buf_size);
-	if (!s->procfs || !s->sysfs || !s->buf) {
+	if (!s->procfs || !s->sysfs || !s->buf || ceiling_set_new(NULL, &s->ceilings) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
 	}
@@ -248,6 +251,7 @@ struct sampler *sampler_free(struct sampler *s)
 		close(s->pressure_fd);
 	}
 	topology_unref(s->topo);
+	ceiling_set_free(s->ceilings);
 	free(s->devs);
 	free(s->cur);
 	free(s->buf);
@@ -448,12 +452,9 @@ static void derive_member_rates(struct sampler *s, size_t i, double interval_sec
  * none. The ceiling module (probes/ceiling.c) hooks in here. */
 static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const struct device_config *dc)
 {
-	struct device_ceiling *c = &sd->ceiling;
-
-	c->iops_limit = dc ? dc->iops_limit : 0;
-	c->throughput_limit = dc ? dc->throughput_limit : 0;
-	c->iops_limit_ratio = NAN;
-	c->throughput_limit_ratio = NAN;
+	/* -ENOMEM still leaves the declared limits in sd->ceiling */
+	(void)ceiling_set_update(s->ceilings, sd->raw.name, dc, &sd->rates,
+				 sd->has_member_rates ? &sd->member_rates : NULL, &sd->ceiling);
 }
 
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
@@ -573,6 +574,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 			update_ceiling(s, &s->devs[i], s->devs[i].dc);
 		}
 	}
+	ceiling_set_end_sample(s->ceilings);
 
 	r = build_snapshot(s, mono, real, &snap);
 	if (r < 0) {
@@ -590,6 +592,11 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	snap->samples_total = s->samples_total;
 	*ret = snap;
 	return 0;
+}
+
+struct ceiling_set *sampler_ceilings(struct sampler *s)
+{
+	return s->ceilings;
 }
 
 int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name)

@@ -550,31 +550,9 @@ static void test_measurement_becomes_the_estimate(void **state)
 	assert_near(r.out.iops_ceiling_estimate, 1234, 1e-9);
 }
 
-static void test_config_found_by_name_dev_path_or_mount_point(void **state)
-{
-	struct device_config devs[] = {
-		{.name = "nvme1n1", .iops_limit = 1},
-		{.name = "/dev/xvdf", .iops_limit = 2},
-		{.name = "/data/", .iops_limit = 3},
-		{.name = "/srv", .iops_limit = 4},
-	};
-	struct config cfg = {.devices = devs, .n_devices = ELEMENTSOF(devs)};
-
-	assert_ptr_equal(ceiling_find_config(&cfg, "nvme1n1", ""), &devs[0]);
-	assert_ptr_equal(ceiling_find_config(&cfg, "xvdf", ""), &devs[1]);
-	assert_ptr_equal(ceiling_find_config(&cfg, "loop3", "/mnt,/data"), &devs[2]);
-	assert_ptr_equal(ceiling_find_config(&cfg, "loop4", "/srv"), &devs[3]);
-	assert_null(ceiling_find_config(&cfg, "loop5", "/srv2,/dat,/data/x"));
-	assert_null(ceiling_find_config(&cfg, "nvme1n1p1", ""));
-	assert_null(ceiling_find_config(NULL, "nvme1n1", ""));
-	/* A name beats a mount point. */
-	assert_ptr_equal(ceiling_find_config(&cfg, "nvme1n1", "/srv"), &devs[0]);
-}
-
 static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **state)
 {
-	struct device_config devs[] = {{.name = "/lab", .iops_limit = 600, .ceiling_threshold = 0.95}};
-	struct config cfg = {.devices = devs, .n_devices = 1};
+	struct device_config dc = {.name = "/lab", .iops_limit = 600, .ceiling_threshold = 0.95};
 	struct ceiling_set *s = NULL;
 	struct device_ceiling out;
 	struct device_rates capped = rates(600, 4096, 16, 1.0), busy = rates(50, 4096, 1, 0.5);
@@ -585,9 +563,9 @@ static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **sta
 		/* Many devices, so that the index is exercised. */
 		for (unsigned i = 0; i < 40; i++) {
 			snprintf(name, sizeof(name), "sd%u", i);
-			assert_int_equal(ceiling_set_update(s, &cfg, name, "", &busy, &out), 0);
+			assert_int_equal(ceiling_set_update(s, name, NULL, &busy, NULL, &out), 0);
 		}
-		assert_int_equal(ceiling_set_update(s, &cfg, "loop9", "/lab", &capped, &out), 0);
+		assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, &out), 0);
 		ceiling_set_end_sample(s);
 	}
 	assert_true(out.is_throttled);
@@ -597,14 +575,38 @@ static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **sta
 	assert_non_null(ceiling_set_find(s, "sd39"));
 
 	/* loop9 vanishes for one sample: forgotten, then starts afresh. */
-	assert_int_equal(ceiling_set_update(s, &cfg, "sd0", "", &busy, &out), 0);
+	assert_int_equal(ceiling_set_update(s, "sd0", NULL, &busy, NULL, &out), 0);
 	ceiling_set_end_sample(s);
 	assert_null(ceiling_set_find(s, "loop9"));
 	assert_null(ceiling_set_find(s, "sd1"));
 	assert_non_null(ceiling_set_find(s, "sd0"));
-	assert_int_equal(ceiling_set_update(s, &cfg, "loop9", "/lab", &capped, &out), 0);
+	assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, &out), 0);
 	assert_near(out.at_ceiling_iops_seconds, 1, 1e-9);
 	assert_false(out.is_throttled);
+	ceiling_set_free(s);
+}
+
+static void test_md_array_uses_its_members_queue_and_busy_time(void **state)
+{
+	/* RAID0 of two capped volumes: md0 itself shows flat IOPS but no busy
+	 * time and no queue; its members are pinned. */
+	struct ceiling_set *s = NULL;
+	struct device_ceiling out, own_only;
+	struct device_rates md = rates(1200, 4096, 0, 0), members = rates(600, 4096, 16, 1.0);
+	struct ceiling_state bare;
+	struct ceiling_params p;
+
+	ceiling_params_default(&p);
+	ceiling_state_init(&bare);
+	assert_int_equal(ceiling_set_new(NULL, &s), 0);
+	for (unsigned t = 0; t < 20; t++) {
+		assert_int_equal(ceiling_set_update(s, "md0", NULL, &md, &members, &out), 0);
+		ceiling_update(&bare, &p, NULL, &md, &own_only);
+		ceiling_set_end_sample(s);
+	}
+	assert_true(out.is_throttled);
+	assert_near(out.iops_ceiling_estimate, 1200, 0.01);
+	assert_false(own_only.is_throttled);
 	ceiling_set_free(s);
 }
 
@@ -634,8 +636,8 @@ int main(void)
 		cmocka_unit_test(test_declared_iops_limit_wins_over_the_burst_rate),
 		cmocka_unit_test(test_quiet_subtracts_iopsd_own_probes),
 		cmocka_unit_test(test_measurement_becomes_the_estimate),
-		cmocka_unit_test(test_config_found_by_name_dev_path_or_mount_point),
 		cmocka_unit_test(test_set_keeps_state_by_name_and_forgets_vanished_devices),
+		cmocka_unit_test(test_md_array_uses_its_members_queue_and_busy_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
