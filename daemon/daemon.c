@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "registry.h"
+#include "scheduler.h"
 
 static uint64_t now_realtime_usec(void)
 {
@@ -119,6 +120,7 @@ static void notify_status(const char *fmt, ...)
 static int daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
+	int r;
 
 	if (cfg->log_level >= 0) {
 		log_max_level = cfg->log_level;
@@ -127,8 +129,25 @@ static int daemon_apply_config(struct daemon *d, struct config *cfg)
 		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
 			    old->listen_address, cfg->listen_address);
 	}
+	/* probe threads read the configuration: stop them before it goes */
+	scheduler_stop(d->scheduler);
 	d->cfg = cfg;
 	config_free(old);
+	/* cfg is in place now: failures below are logged, not returned */
+	if (d->registry) {
+		r = registry_set_probes(d->registry, d->cfg);
+		if (r < 0) {
+			log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
+			return 0;
+		}
+		registry_publish(d->registry);
+	}
+	if (d->scheduler) {
+		r = scheduler_start(d->scheduler, d->cfg);
+		if (r < 0) {
+			log_error_errno(r, "Failed to start the probes: %m, not running probes.");
+		}
+	}
 	return 0;
 }
 
@@ -254,6 +273,15 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to create the wake eventfd: %m");
 	}
+	/* probe threads report through the registry and the wake eventfd */
+	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	if (r >= 0) {
+		r = scheduler_start(d->scheduler, d->cfg);
+	}
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to start the probe scheduler: %m");
+	}
 	registry_publish(d->registry);
 
 	*ret = TAKE_PTR(d);
@@ -265,6 +293,7 @@ struct daemon *daemon_free(struct daemon *d)
 	if (!d) {
 		return NULL;
 	}
+	scheduler_free(d->scheduler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {
 		close(d->wake_fd);

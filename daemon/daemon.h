@@ -36,6 +36,8 @@ struct daemon {
  * -EINVAL on a bad config. */
 int daemon_load_config(const struct cli_args *args, struct config **ret);
 
+/* Build the daemon. Takes ownership of cfg, also on failure. -EINVAL means a
+ * configuration error (exit 78). */
 int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret);
 struct daemon *daemon_free(struct daemon *d);
 

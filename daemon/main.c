@@ -50,8 +50,8 @@ int main(int argc, char **argv)
 
 	r = daemon_new(&args, cfg, &d);
 	if (r < 0) {
-		config_free(cfg);
-		return EXIT_FAILURE;
+		/* daemon_new() freed cfg */
+		return r == -EINVAL ? EX_CONFIG_STATUS : EXIT_FAILURE;
 	}
 	r = daemon_run(d);
 	daemon_free(d);

@@ -1,30 +1,50 @@
 /* The metric registry: mutable state owned by the main thread (plus a
  * mutex-guarded inbox for probe threads), and immutable snapshots swapped in
- * under a short lock. */
+ * under a second lock that is only ever held to swap or take a pointer, so
+ * a scrape never waits behind a probe. */
 #include "registry.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gzip.h"
+#include "log.h"
 #include "macro.h"
+#include "process_stats.h"
+#include "render_prom.h"
+
+/* zlib level of the pre-compressed /metrics: cheap once per publish, and
+ * within a few percent of level 9 on exposition text. */
+#define METRICS_GZIP_LEVEL 6
 
 struct registry {
-	pthread_mutex_t lock;       /* guards probes[], current */
+	pthread_mutex_t lock;         /* guards probes[] (probe threads write) */
 	struct probe_state *probes;
 	size_t n_probes;
 	struct sampler_snapshot *samples;
-	struct snapshot *current;
+	struct history *history;
+	uint64_t sample_interval_usec;
+	uint64_t history_usec;
+	uint64_t start_realtime_usec;
+	uint64_t start_monotonic_usec;
+	double process_start_time;
+	double last_render_seconds;
 	uint64_t generation;
+
+	pthread_mutex_t current_lock; /* guards current only */
+	struct snapshot *current;
 };
 
-static uint64_t now_realtime_usec(void)
+static uint64_t now_usec(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
@@ -53,8 +73,10 @@ struct snapshot *snapshot_unref(struct snapshot *s)
 		probe_state_done(&s->probes[i]);
 	}
 	free(s->probes);
-	free(s->prom_text);
-	free(s->openmetrics_text);
+	for (size_t i = 0; i < _METRICS_FORMAT_MAX; i++) {
+		free(s->metrics[i].text);
+		free(s->metrics[i].gz);
+	}
 	free(s);
 	return NULL;
 }
@@ -62,11 +84,21 @@ struct snapshot *snapshot_unref(struct snapshot *s)
 int registry_new(struct registry **ret)
 {
 	struct registry *r = calloc(1, sizeof(*r));
+	int k;
 
 	if (!r) {
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->current_lock, NULL);
+	r->start_realtime_usec = now_usec(CLOCK_REALTIME);
+	r->start_monotonic_usec = now_usec(CLOCK_MONOTONIC);
+	r->sample_interval_usec = USEC_PER_SEC;
+	k = process_stats_start_time(&r->process_start_time);
+	if (k < 0) {
+		log_warning_errno(k, "Cannot read the process start time from /proc: %m, ignoring.");
+		r->process_start_time = (double)r->start_realtime_usec / (double)USEC_PER_SEC;
+	}
 	*ret = r;
 	return 0;
 }
@@ -82,6 +114,7 @@ struct registry *registry_free(struct registry *r)
 		probe_state_done(&r->probes[i]);
 	}
 	free(r->probes);
+	pthread_mutex_destroy(&r->current_lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 	return NULL;
@@ -112,6 +145,7 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 		const struct probe_config *pc = &cfg->probes[i];
 		struct probe_state *p = &probes[i];
 
+		pthread_mutex_lock(&r->lock);
 		for (size_t j = 0; j < r->n_probes; j++) {
 			if (strcmp(r->probes[j].name, pc->name) == 0) {
 				/* keep counters of a probe that survives a reload */
@@ -120,11 +154,14 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 				break;
 			}
 		}
+		pthread_mutex_unlock(&r->lock);
 		p->name = strdup(pc->name);
 		p->target = strdup(pc->directory ? pc->directory : pc->filename);
 		p->device = strdup("");
 		p->rw = pc->rw;
 		p->interval_usec = pc->interval_usec;
+		p->runtime_usec = pc->runtime_usec;
+		p->has_fsync = probe_rw_writes(pc->rw) && (pc->fsync > 0 || pc->end_fsync);
 		if (!p->name || !p->target || !p->device) {
 			for (size_t k = 0; k <= i; k++) {
 				probe_state_done(&probes[k]);
@@ -140,6 +177,8 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	free(r->probes);
 	r->probes = probes;
 	r->n_probes = cfg->n_probes;
+	r->sample_interval_usec = cfg->sample_interval_usec;
+	r->history_usec = cfg->history_usec;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
@@ -158,6 +197,8 @@ static void op_result_accumulate(struct probe_op_result *total, const struct pro
 
 void registry_probe_done(struct registry *r, size_t index, const struct probe_result *res)
 {
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+
 	pthread_mutex_lock(&r->lock);
 	if (index < r->n_probes) {
 		struct probe_state *p = &r->probes[index];
@@ -172,8 +213,14 @@ void registry_probe_done(struct registry *r, size_t index, const struct probe_re
 		p->last = *res;
 		p->has_last = true;
 		p->last_run_realtime_usec = res->start_realtime_usec;
+		p->last_done_monotonic_usec = now;
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+void registry_set_history(struct registry *r, struct history *h)
+{
+	r->history = h;
 }
 
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s)
@@ -182,20 +229,88 @@ void registry_set_samples(struct registry *r, struct sampler_snapshot *s)
 	r->samples = sampler_snapshot_ref(s);
 }
 
+static double usec_to_sec(uint64_t usec)
+{
+	return (double)usec / (double)USEC_PER_SEC;
+}
+
+bool snapshot_check_health(const struct snapshot *s, uint64_t now, char *reason, size_t len)
+{
+	uint64_t sample_limit = 3 * s->sample_interval_usec + USEC_PER_SEC;
+
+	if (now > s->monotonic_usec && now - s->monotonic_usec > s->stale_after_usec) {
+		snprintf(reason, len, "no snapshot published for %.1fs (limit %.1fs): the main loop is stuck",
+			 usec_to_sec(now - s->monotonic_usec), usec_to_sec(s->stale_after_usec));
+		return false;
+	}
+	if (!s->samples) {
+		if (now - s->start_monotonic_usec > sample_limit) {
+			snprintf(reason, len, "no /proc/diskstats sample since start %.1fs ago",
+				 usec_to_sec(now - s->start_monotonic_usec));
+			return false;
+		}
+	} else if (now > s->samples->monotonic_usec && now - s->samples->monotonic_usec > sample_limit) {
+		snprintf(reason, len, "last /proc/diskstats sample is %.1fs old (interval %.1fs)",
+			 usec_to_sec(now - s->samples->monotonic_usec), usec_to_sec(s->sample_interval_usec));
+		return false;
+	}
+	for (size_t i = 0; i < s->n_probes; i++) {
+		const struct probe_state *p = &s->probes[i];
+		/* a run may wait for another probe on the same device and take
+		 * up to twice its budget before it is cancelled */
+		uint64_t limit = 2 * p->interval_usec + 2 * p->runtime_usec + 10 * USEC_PER_SEC;
+		uint64_t since = p->has_last ? p->last_done_monotonic_usec : s->start_monotonic_usec;
+
+		if (now > since && now - since > limit) {
+			snprintf(reason, len, "probe '%s' has not completed a run for %.1fs (interval %.1fs)",
+				 p->name, usec_to_sec(now - since), usec_to_sec(p->interval_usec));
+			return false;
+		}
+	}
+	reason[0] = '\0';
+	return true;
+}
+
+static void render_all(struct snapshot *s)
+{
+	for (size_t f = 0; f < _METRICS_FORMAT_MAX; f++) {
+		struct rendered_body *b = &s->metrics[f];
+		int k;
+
+		k = render_prom(s, (enum metrics_format)f, &b->text, &b->len);
+		if (k < 0) {
+			log_warning_errno(k, "Failed to render /metrics: %m, serving the previous snapshot.");
+			continue;
+		}
+		k = gzip_compress(b->text, b->len, METRICS_GZIP_LEVEL, &b->gz, &b->gz_len);
+		if (k < 0) {
+			log_debug_errno(k, "Failed to compress /metrics: %m, serving it uncompressed.");
+		}
+	}
+}
+
 int registry_publish(struct registry *r)
 {
 	struct snapshot *s, *old;
+	uint64_t t0;
+	int k;
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		return -ENOMEM;
 	}
 	s->refcount = 1;
-	s->realtime_usec = now_realtime_usec();
+	s->realtime_usec = now_usec(CLOCK_REALTIME);
+	s->monotonic_usec = now_usec(CLOCK_MONOTONIC);
+	s->start_realtime_usec = r->start_realtime_usec;
+	s->start_monotonic_usec = r->start_monotonic_usec;
 	s->samples = sampler_snapshot_ref(r->samples);
-	s->is_healthy = true;
+	s->history = r->history;
+	s->last_render_seconds = r->last_render_seconds;
 
 	pthread_mutex_lock(&r->lock);
+	s->sample_interval_usec = r->sample_interval_usec;
+	s->history_usec = r->history_usec;
 	s->probes = calloc(r->n_probes ? r->n_probes : 1, sizeof(*s->probes));
 	if (!s->probes) {
 		pthread_mutex_unlock(&r->lock);
@@ -212,13 +327,30 @@ int registry_publish(struct registry *r)
 	}
 	pthread_mutex_unlock(&r->lock);
 
-	/* Renderers: pre-render the /metrics bodies here (outside the lock). */
-
-	pthread_mutex_lock(&r->lock);
+	s->stale_after_usec = 3 * s->sample_interval_usec + 2 * USEC_PER_SEC;
 	s->generation = ++r->generation;
+	k = process_stats_read(&s->process);
+	if (k < 0) {
+		log_debug_errno(k, "Cannot read /proc/self: %m, omitting process_* metrics.");
+	}
+	s->process.start_time_seconds = r->process_start_time;
+	s->is_healthy = snapshot_check_health(s, s->monotonic_usec, s->health_reason,
+					      sizeof(s->health_reason));
+
+	t0 = now_usec(CLOCK_MONOTONIC);
+	render_all(s);
+	r->last_render_seconds = usec_to_sec(now_usec(CLOCK_MONOTONIC) - t0);
+
+	if (!s->metrics[METRICS_FORMAT_PROMETHEUS].text || !s->metrics[METRICS_FORMAT_OPENMETRICS].text) {
+		/* keep serving the previous, complete snapshot */
+		snapshot_unref(s);
+		return -ENOMEM;
+	}
+
+	pthread_mutex_lock(&r->current_lock);
 	old = r->current;
 	r->current = s;
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->current_lock);
 	snapshot_unref(old);
 	return 0;
 }
@@ -227,8 +359,8 @@ struct snapshot *registry_acquire(struct registry *r)
 {
 	struct snapshot *s;
 
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->current_lock);
 	s = snapshot_ref(r->current);
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->current_lock);
 	return s;
 }

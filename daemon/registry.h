@@ -12,6 +12,8 @@
 #include "device.h"
 #include "probe.h"
 
+struct history;
+
 /* Cumulative state of one configured probe. */
 struct probe_state {
 	char *name;
@@ -24,23 +26,58 @@ struct probe_state {
 	bool has_last;
 	struct probe_result last;     /* the last completed run */
 	uint64_t last_run_realtime_usec;
+	uint64_t last_done_monotonic_usec; /* when the last run was recorded, 0 before */
 	uint64_t next_run_monotonic_usec; /* for /healthz: is it on schedule? */
 	uint64_t interval_usec;
+	uint64_t runtime_usec;        /* budget of one run, for the /healthz slack */
+	bool has_fsync;               /* fsync ops are part of the probe */
+};
+
+/* The /metrics exposition formats. */
+enum metrics_format {
+	METRICS_FORMAT_PROMETHEUS,    /* text 0.0.4 */
+	METRICS_FORMAT_OPENMETRICS,   /* OpenMetrics 1.0.0 */
+	_METRICS_FORMAT_MAX,
+};
+
+/* One pre-rendered /metrics body. gz is NULL when compression failed. */
+struct rendered_body {
+	char *text;
+	size_t len;
+	char *gz;                     /* the same bytes, gzip-compressed */
+	size_t gz_len;
+};
+
+/* The standard process_* figures, read from /proc/self at publish time. */
+struct process_stats {
+	bool available;
+	double cpu_seconds;
+	uint64_t resident_memory_bytes;
+	uint64_t virtual_memory_bytes;
+	uint64_t open_fds;
+	uint64_t max_fds;
+	double start_time_seconds;    /* since the epoch */
 };
 
 struct snapshot {
 	unsigned refcount;            /* atomic */
 	uint64_t generation;
-	uint64_t realtime_usec;
+	uint64_t realtime_usec;       /* when it was published */
+	uint64_t monotonic_usec;
+	uint64_t start_realtime_usec; /* when the registry was created */
+	uint64_t start_monotonic_usec;
+	uint64_t sample_interval_usec;
+	uint64_t history_usec;        /* configured history length */
+	uint64_t stale_after_usec;    /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
 	struct probe_state *probes;   /* copies, owned */
 	size_t n_probes;
+	struct history *history;      /* borrowed, thread-safe; NULL without one */
+	struct process_stats process;
+	double last_render_seconds;   /* how long the previous publish took to render */
 	bool is_healthy;
 	char health_reason[256];
-	char *prom_text;              /* Prometheus text 0.0.4, pre-rendered */
-	size_t prom_len;
-	char *openmetrics_text;       /* OpenMetrics 1.0.0, pre-rendered */
-	size_t openmetrics_len;
+	struct rendered_body metrics[_METRICS_FORMAT_MAX]; /* pre-rendered /metrics */
 };
 
 struct snapshot *snapshot_ref(struct snapshot *s);
@@ -52,7 +89,8 @@ int registry_new(struct registry **ret);
 struct registry *registry_free(struct registry *r);
 
 /* Replace the probe list (at start and on reload); cumulative counters of
- * probes that keep their name are kept. Not thread-safe with respect to
+ * probes that keep their name are kept. Also takes the sample interval and
+ * history length from `cfg`. Not thread-safe with respect to
  * registry_probe_done(); the scheduler must be stopped around it. */
 int registry_set_probes(struct registry *r, const struct config *cfg);
 
@@ -60,12 +98,24 @@ int registry_set_probes(struct registry *r, const struct config *cfg);
  * threads). Does not publish; the caller wakes the main loop. */
 void registry_probe_done(struct registry *r, size_t index, const struct probe_result *res);
 
+/* The history ring that /api/v1/history reads (not owned: it must outlive
+ * every snapshot user, i.e. the HTTP server). Main thread. */
+void registry_set_history(struct registry *r, struct history *h);
+
 /* Install the latest sampler snapshot (takes a reference). Main thread. */
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 
-/* Build a new snapshot from the current state and swap it in. Main thread. */
+/* Build a new snapshot from the current state, read the process_* figures,
+ * judge health, pre-render /metrics in both formats (plain and gzip'd) and
+ * swap it in. Main thread. */
 int registry_publish(struct registry *r);
 
 /* A reference to the current snapshot (never NULL after the first publish;
  * NULL before). Any thread. Release with snapshot_unref(). */
 struct snapshot *registry_acquire(struct registry *r);
+
+/* Judge whether the sampler and every probe are on schedule at
+ * `now_monotonic_usec`. Returns true, or false with a reason in `reason`.
+ * Pure; used at publish time and by /healthz to catch a stale snapshot. */
+bool snapshot_check_health(const struct snapshot *s, uint64_t now_monotonic_usec, char *reason,
+			   size_t len);

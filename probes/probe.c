@@ -1206,6 +1206,14 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 	pthread_mutex_unlock(&r->lock);
 }
 
+bool probe_run_has_threads(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	/* every thread holds a reference; the handle holds the last one */
+	return __atomic_load_n(&r->refcount, __ATOMIC_ACQUIRE) > 1;
+}
+
 struct probe_run *probe_run_free(struct probe_run *run)
 {
 	struct run *r = (struct run *)run;

@@ -85,6 +85,9 @@ void probe_cancel(struct probe_run *run);
  * for the I/O, a size-based budget for the probe file's layout), and fill
  * *ret. A cancelled run reports -ECANCELED. */
 void probe_wait(struct probe_run *run, struct probe_result *ret);
+/* Whether threads of the run are still alive (a run that timed out on a
+ * stuck device keeps them until the kernel completes its I/O). */
+bool probe_run_has_threads(struct probe_run *run);
 /* Release the handle (the run's threads keep what they still use). */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);

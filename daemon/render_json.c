@@ -1,0 +1,580 @@
+/* The JSON API. Times are seconds since the epoch (floats), durations and
+ * latencies seconds, rates per second, sizes bytes; a figure that is not
+ * known (no limit declared, first sample, NaN) is null, never 0. */
+#include "render_json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "history.h"
+#include "iopsd-build.h"
+#include "json_probe.h"
+#include "macro.h"
+#include "probe.h"
+
+/* ---- small constructors: NULL only when out of memory ---- */
+
+static json_t *num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A declared or detected figure where 0 means "none". */
+static json_t *num_or_null(double v)
+{
+	return v > 0 && isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *count(uint64_t v)
+{
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *seconds(uint64_t usec)
+{
+	return json_real((double)usec / (double)USEC_PER_SEC);
+}
+
+/* A string, with bytes that are not UTF-8 replaced by '?' (a mount point
+ * may hold anything). */
+static json_t *str(const char *s)
+{
+	json_t *j;
+	char *copy;
+
+	if (!s) {
+		s = "";
+	}
+	j = json_string(s);
+	if (j) {
+		return j;
+	}
+	copy = strdup(s);
+	if (!copy) {
+		return NULL;
+	}
+	for (unsigned char *p = (unsigned char *)copy; *p; p++) {
+		if (*p >= 0x80) {
+			*p = '?';
+		}
+	}
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+/* "a,b" -> ["a", "b"]; "" -> []. */
+static json_t *list(const char *csv)
+{
+	json_t *a = json_array();
+	const char *p = csv;
+
+	if (!a) {
+		return NULL;
+	}
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		char *item = strndup(p, n);
+
+		if (!item || json_array_append_new(a, str(item)) < 0) {
+			free(item);
+			json_decref(a);
+			return NULL;
+		}
+		free(item);
+		p += n;
+		if (*p == ',') {
+			p++;
+		}
+	}
+	return a;
+}
+
+/* ---- /api/v1/status ---- */
+
+static json_t *devices_where(const struct sampler_snapshot *ss, bool saturated)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && ss && i < ss->n_devices; i++) {
+		const struct device_state *d = &ss->devices[i];
+
+		if ((saturated ? d->ceiling.is_saturated : d->ceiling.is_throttled) &&
+		    json_array_append_new(a, str(d->raw.name)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *pressure_json(const struct sampler_snapshot *ss)
+{
+	if (!ss || !ss->pressure.available) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o}", "waiting_seconds_total", seconds(ss->pressure.some_total_usec),
+			 "stalled_seconds_total", seconds(ss->pressure.full_total_usec));
+}
+
+json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char *health_reason)
+{
+	const struct sampler_snapshot *ss = s->samples;
+
+	return json_pack("{s:s,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
+			 "version", IOPSD_VERSION,
+			 "healthy", is_healthy,
+			 "health_reason", health_reason ? health_reason : "",
+			 "time", seconds(s->realtime_usec),
+			 "start_time", seconds(s->start_realtime_usec),
+			 "uptime_seconds", seconds(s->realtime_usec - s->start_realtime_usec),
+			 "generation", (json_int_t)s->generation,
+			 "sample_interval_seconds", seconds(s->sample_interval_usec),
+			 "history_seconds", seconds(s->history_usec),
+			 "last_sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
+			 "devices", (json_int_t)(ss ? ss->n_devices : 0),
+			 "probes", (json_int_t)s->n_probes,
+			 "throttled_devices", devices_where(ss, false),
+			 "saturated_devices", devices_where(ss, true),
+			 "pressure_io", pressure_json(ss));
+}
+
+/* ---- /api/v1/devices ---- */
+
+static json_t *rates_json(const struct device_rates *r, const struct diskstats_raw *raw)
+{
+	bool has_discard = raw->n_fields >= 18, has_flush = raw->n_fields >= 20;
+
+	if (!r->valid) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:{s:o,s:o,s:o,s:o,s:o},s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},"
+			 "s:{s:o,s:o,s:o,s:o},s:o,s:o}",
+			 "interval_seconds", num(r->interval_sec),
+			 "iops",
+			 "read", num(r->read_iops),
+			 "write", num(r->write_iops),
+			 "discard", has_discard ? num(r->discard_iops) : json_null(),
+			 "flush", has_flush ? num(r->flush_iops) : json_null(),
+			 "total", num(r->read_iops + r->write_iops),
+			 "throughput_bytes_per_second",
+			 "read", num(r->read_bytes_per_sec),
+			 "write", num(r->write_bytes_per_sec),
+			 "discard", has_discard ? num(r->discard_bytes_per_sec) : json_null(),
+			 "total", num(r->read_bytes_per_sec + r->write_bytes_per_sec),
+			 "merges_per_second",
+			 "read", num(r->read_merges_per_sec),
+			 "write", num(r->write_merges_per_sec),
+			 "await_seconds",
+			 "read", num(r->read_await_sec),
+			 "write", num(r->write_await_sec),
+			 "discard", has_discard ? num(r->discard_await_sec) : json_null(),
+			 "flush", has_flush ? num(r->flush_await_sec) : json_null(),
+			 "queue_depth", num(r->queue_depth),
+			 "utilization", num(r->utilization));
+}
+
+static json_t *counters_json(const struct diskstats_raw *r)
+{
+	json_t *o;
+
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		      "reads_completed", count(r->reads),
+		      "reads_merged", count(r->reads_merged),
+		      "read_bytes", count(r->read_sectors * 512),
+		      "read_time_seconds", num((double)r->read_ms / 1000.0),
+		      "writes_completed", count(r->writes),
+		      "writes_merged", count(r->writes_merged),
+		      "written_bytes", count(r->write_sectors * 512),
+		      "write_time_seconds", num((double)r->write_ms / 1000.0),
+		      "io_now", count(r->in_flight),
+		      "io_time_seconds", num((double)r->io_ms / 1000.0),
+		      "io_time_weighted_seconds", num((double)r->weighted_ms / 1000.0));
+	if (o && r->n_fields >= 18 &&
+	    (json_object_set_new(o, "discards_completed", count(r->discards)) < 0 ||
+	     json_object_set_new(o, "discards_merged", count(r->discards_merged)) < 0 ||
+	     json_object_set_new(o, "discarded_bytes", count(r->discard_sectors * 512)) < 0 ||
+	     json_object_set_new(o, "discard_time_seconds", num((double)r->discard_ms / 1000.0)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && r->n_fields >= 20 &&
+	    (json_object_set_new(o, "flush_requests", count(r->flushes)) < 0 ||
+	     json_object_set_new(o, "flush_time_seconds", num((double)r->flush_ms / 1000.0)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *limits_json(const struct device_ceiling *c)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:{s:o,s:o}}",
+			 "iops", c->iops_limit ? count(c->iops_limit) : json_null(),
+			 "throughput_bytes_per_second",
+			 c->throughput_limit ? count(c->throughput_limit) : json_null(),
+			 "iops_ratio", c->iops_limit ? num(c->iops_limit_ratio) : json_null(),
+			 "throughput_ratio", c->throughput_limit ? num(c->throughput_limit_ratio) : json_null(),
+			 "at_ceiling_seconds",
+			 "iops", c->iops_limit ? num(c->at_ceiling_iops_seconds) : json_null(),
+			 "throughput", c->throughput_limit ? num(c->at_ceiling_throughput_seconds) : json_null());
+}
+
+static json_t *ceiling_json(const struct device_ceiling *c)
+{
+	return json_pack("{s:b,s:b,s:o,s:o,s:o}",
+			 "throttled", c->is_throttled,
+			 "saturated", c->is_saturated,
+			 "iops_estimate", num_or_null(c->iops_ceiling_estimate),
+			 "throughput_estimate_bytes_per_second", num_or_null(c->throughput_ceiling_estimate),
+			 "burst_balance_ratio", c->has_burst_model ? num(c->burst_balance_ratio) : json_null());
+}
+
+static json_t *device_json(const struct device_state *d)
+{
+	const struct device_topology *t = &d->topo;
+
+	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+			 "name", str(d->raw.name),
+			 "major", (json_int_t)d->raw.major,
+			 "minor", (json_int_t)d->raw.minor,
+			 "kind", device_kind_to_string(t->kind),
+			 "parent", str(t->parent),
+			 "members", list(t->members),
+			 "mountpoints", list(t->mountpoints),
+			 "model", str(t->model),
+			 "rotational", t->is_rotational,
+			 "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(),
+			 "logical_block_size", t->logical_block_size ? count(t->logical_block_size) : json_null(),
+			 "rates", rates_json(&d->rates, &d->raw),
+			 "member_rates", d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(),
+			 "limits", limits_json(&d->ceiling),
+			 "ceiling", ceiling_json(&d->ceiling),
+			 "counters", counters_json(&d->raw));
+}
+
+json_t *render_json_devices(const struct snapshot *s, const char *device)
+{
+	const struct sampler_snapshot *ss = s->samples;
+	json_t *devices = json_array();
+
+	for (size_t i = 0; devices && ss && i < ss->n_devices; i++) {
+		const struct device_state *d = &ss->devices[i];
+
+		if (device && strcmp(d->raw.name, device) != 0) {
+			continue;
+		}
+		if (json_array_append_new(devices, device_json(d)) < 0) {
+			json_decref(devices);
+			return NULL;
+		}
+	}
+	return json_pack("{s:o,s:o,s:o}",
+			 "time", seconds(s->realtime_usec),
+			 "sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
+			 "devices", devices);
+}
+
+/* ---- /api/v1/probes ---- */
+
+static json_t *latency_json(const struct histogram *h)
+{
+	if (h->count == 0) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+			 "min", num((double)h->min_ns / 1e9),
+			 "mean", num(histogram_mean(h) / 1e9),
+			 "p50", num((double)histogram_percentile(h, 50) / 1e9),
+			 "p90", num((double)histogram_percentile(h, 90) / 1e9),
+			 "p99", num((double)histogram_percentile(h, 99) / 1e9),
+			 "p999", num((double)histogram_percentile(h, 99.9) / 1e9),
+			 "max", num((double)h->max_ns / 1e9));
+}
+
+static uint64_t errors_sum(const struct probe_op_result *o)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < _PROBE_ERR_MAX; i++) {
+		n += o->errors[i];
+	}
+	return n;
+}
+
+static bool probe_does_op(const struct probe_state *p, enum probe_op op)
+{
+	return op == PROBE_OP_READ    ? probe_rw_reads(p->rw)
+	       : op == PROBE_OP_WRITE ? probe_rw_writes(p->rw)
+				      : p->has_fsync;
+}
+
+static json_t *ops_json(const struct probe_state *p, const struct probe_op_result *ops, bool is_last)
+{
+	json_t *o = json_object();
+
+	for (enum probe_op op = 0; o && op < _PROBE_OP_MAX; op++) {
+		json_t *v;
+
+		if (!probe_does_op(p, op)) {
+			continue;
+		}
+		if (is_last) {
+			v = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}",
+				      "ops", count(ops[op].ops),
+				      "bytes", count(ops[op].bytes),
+				      "iops", num(ops[op].iops),
+				      "throughput_bytes_per_second", num(ops[op].bw_bytes),
+				      "errors", count(errors_sum(&ops[op])),
+				      "latency_seconds", latency_json(&ops[op].lat));
+		} else {
+			v = json_pack("{s:o,s:o,s:o,s:o}",
+				      "ops", count(ops[op].ops),
+				      "bytes", count(ops[op].bytes),
+				      "errors", count(errors_sum(&ops[op])),
+				      "latency_seconds", latency_json(&ops[op].lat));
+		}
+		if (json_object_set_new(o, probe_op_to_string(op), v) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static json_t *last_run_json(const struct probe_state *p)
+{
+	const struct probe_result *r = &p->last;
+
+	if (!p->has_last) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}",
+			 "time", seconds(r->start_realtime_usec),
+			 "success", r->success,
+			 "error", str(r->message),
+			 "duration_seconds", seconds(r->runtime_usec),
+			 "ops", ops_json(p, r->op, true),
+			 "fio", probe_result_to_json(r));
+}
+
+static json_t *probe_json(const struct probe_state *p)
+{
+	return json_pack("{s:o,s:o,s:o,s:s,s:o,s:I,s:I,s:o,s:o}",
+			 "name", str(p->name),
+			 "target", str(p->target),
+			 "device", str(p->device),
+			 "rw", probe_rw_to_string(p->rw),
+			 "interval_seconds", seconds(p->interval_usec),
+			 "runs_total", (json_int_t)p->runs_total,
+			 "failures_total", (json_int_t)p->failures_total,
+			 "last_run", last_run_json(p),
+			 "totals", ops_json(p, p->total, false));
+}
+
+json_t *render_json_probes(const struct snapshot *s, const char *probe)
+{
+	json_t *probes = json_array();
+
+	for (size_t i = 0; probes && i < s->n_probes; i++) {
+		if (probe && strcmp(s->probes[i].name, probe) != 0) {
+			continue;
+		}
+		if (json_array_append_new(probes, probe_json(&s->probes[i])) < 0) {
+			json_decref(probes);
+			return NULL;
+		}
+	}
+	return json_pack("{s:o,s:o}", "time", seconds(s->realtime_usec), "probes", probes);
+}
+
+/* ---- /api/v1/history ---- */
+
+/* Columns of the device series, in output order. */
+enum {
+	COL_TIME,
+	COL_IOPS,
+	COL_READ_IOPS,
+	COL_WRITE_IOPS,
+	COL_READ_BPS,
+	COL_WRITE_BPS,
+	COL_READ_AWAIT,
+	COL_WRITE_AWAIT,
+	COL_QUEUE_DEPTH,
+	COL_UTILIZATION,
+	COL_MEMBER_UTILIZATION,
+	_COL_MAX,
+};
+
+static const char *const column_names[_COL_MAX] = {
+	[COL_TIME] = "time",
+	[COL_IOPS] = "iops",
+	[COL_READ_IOPS] = "read_iops",
+	[COL_WRITE_IOPS] = "write_iops",
+	[COL_READ_BPS] = "read_bytes_per_second",
+	[COL_WRITE_BPS] = "write_bytes_per_second",
+	[COL_READ_AWAIT] = "read_await_seconds",
+	[COL_WRITE_AWAIT] = "write_await_seconds",
+	[COL_QUEUE_DEPTH] = "queue_depth",
+	[COL_UTILIZATION] = "utilization",
+	[COL_MEMBER_UTILIZATION] = "member_utilization",
+};
+
+static double column_value(const struct history_point *p, int col)
+{
+	const struct history_rates *r = &p->rates;
+
+	switch (col) {
+	case COL_TIME:
+		return (double)p->realtime_usec / (double)USEC_PER_SEC;
+	case COL_IOPS:
+		return (double)r->read_iops + (double)r->write_iops;
+	case COL_READ_IOPS:
+		return r->read_iops;
+	case COL_WRITE_IOPS:
+		return r->write_iops;
+	case COL_READ_BPS:
+		return r->read_bytes_per_sec;
+	case COL_WRITE_BPS:
+		return r->write_bytes_per_sec;
+	case COL_READ_AWAIT:
+		return r->read_await_sec;
+	case COL_WRITE_AWAIT:
+		return r->write_await_sec;
+	case COL_QUEUE_DEPTH:
+		return r->queue_depth;
+	case COL_UTILIZATION:
+		return r->utilization;
+	default:
+		return r->member_utilization;
+	}
+}
+
+static json_t *device_series(const struct history_point *pts, size_t n)
+{
+	json_t *o = json_object();
+
+	for (int col = 0; o && col < _COL_MAX; col++) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; a && i < n; i++) {
+			if (json_array_append_new(a, num(column_value(&pts[i], col))) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
+		}
+		if (json_object_set_new(o, column_names[col], a) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static json_t *history_device_json(const struct snapshot *s, const char *name, uint64_t since,
+				   uint64_t step)
+{
+	const struct device_state *d = sampler_snapshot_find(s->samples, name);
+	struct history_point *pts = NULL;
+	size_t n = 0;
+	json_t *series;
+	int r;
+
+	r = history_query(s->history, name, since, step, &pts, &n);
+	if (r == -ENOMEM) {
+		return NULL;
+	}
+	series = device_series(pts, r < 0 ? 0 : n);
+	free(pts);
+	return json_pack("{s:o,s:o,s:o,s:o?,s:o}",
+			 "name", str(name),
+			 "limits", d ? limits_json(&d->ceiling) : json_null(),
+			 "ceiling", d ? ceiling_json(&d->ceiling) : json_null(),
+			 "kind", d ? json_string(device_kind_to_string(d->topo.kind)) : NULL,
+			 "series", series);
+}
+
+static json_t *probe_series(const struct history_probe_point *pts, size_t n)
+{
+	json_t *t = json_array(), *p50 = json_array(), *p99 = json_array(), *iops = json_array();
+
+	for (size_t i = 0; t && p50 && p99 && iops && i < n; i++) {
+		if (json_array_append_new(t, seconds(pts[i].realtime_usec)) < 0 ||
+		    json_array_append_new(p50, num(pts[i].p50_sec)) < 0 ||
+		    json_array_append_new(p99, num(pts[i].p99_sec)) < 0 ||
+		    json_array_append_new(iops, num(pts[i].iops)) < 0) {
+			break;
+		}
+	}
+	return json_pack("{s:o,s:o,s:o,s:o}", "time", t, "p50_seconds", p50, "p99_seconds", p99, "iops", iops);
+}
+
+static json_t *history_probe_json(const struct snapshot *s, const struct probe_state *p, uint64_t since)
+{
+	struct history_probe_point *pts = NULL;
+	size_t n = 0;
+	json_t *series;
+	int r;
+
+	r = history_probe_query(s->history, p->name, since, &pts, &n);
+	if (r == -ENOMEM) {
+		return NULL;
+	}
+	series = probe_series(pts, r < 0 ? 0 : n);
+	free(pts);
+	return json_pack("{s:o,s:o,s:o,s:o}",
+			 "name", str(p->name),
+			 "target", str(p->target),
+			 "device", str(p->device),
+			 "series", series);
+}
+
+json_t *render_json_history(const struct snapshot *s, const struct history_request *q)
+{
+	uint64_t since = s->realtime_usec > q->window_usec ? s->realtime_usec - q->window_usec : 0;
+	json_t *devices = json_array(), *probes = json_array();
+	char **names = NULL;
+	size_t n_names = 0;
+
+	if (!devices || !probes) {
+		goto fail;
+	}
+	if (s->history && q->device) {
+		if (json_array_append_new(devices, history_device_json(s, q->device, since, q->step_usec)) < 0) {
+			goto fail;
+		}
+	} else if (s->history) {
+		if (history_devices(s->history, &names, &n_names) < 0) {
+			goto fail;
+		}
+		for (size_t i = 0; i < n_names; i++) {
+			if (json_array_append_new(devices, history_device_json(s, names[i], since, q->step_usec)) < 0) {
+				history_names_free(names, n_names);
+				goto fail;
+			}
+		}
+		history_names_free(names, n_names);
+	}
+	for (size_t i = 0; s->history && i < s->n_probes; i++) {
+		if (q->probe && strcmp(s->probes[i].name, q->probe) != 0) {
+			continue;
+		}
+		if (json_array_append_new(probes, history_probe_json(s, &s->probes[i], since)) < 0) {
+			goto fail;
+		}
+	}
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}",
+			 "time", seconds(s->realtime_usec),
+			 "from", seconds(since),
+			 "window_seconds", seconds(q->window_usec),
+			 "step_seconds", seconds(q->step_usec ? q->step_usec : s->sample_interval_usec),
+			 "devices", devices,
+			 "probes", probes);
+fail:
+	json_decref(devices);
+	json_decref(probes);
+	return NULL;
+}

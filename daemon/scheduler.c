@@ -1,0 +1,390 @@
+/* Probe scheduling: a thread per probe sleeping on a CLOCK_MONOTONIC
+ * condition variable until its next run, so that stop wakes everything at
+ * once; a per-disk busy flag under the same lock serialises runs. */
+#include "scheduler.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "probe.h"
+#include "registry.h"
+
+struct disk_group {
+	dev_t disk;
+	bool is_busy;
+};
+
+struct sched_probe {
+	struct scheduler *s;
+	size_t index;
+	const struct probe_config *pc;
+	pthread_t thread;
+	bool has_thread;
+	struct probe_run *run;       /* under s->lock: the run in progress */
+	struct probe_run *stuck;     /* a timed-out run whose threads are still in the kernel */
+	bool was_failing;
+	char last_message[sizeof(((struct probe_result *)0)->message)];
+};
+
+struct scheduler {
+	struct registry *registry;
+	int wake_fd;
+	const char *sysfs;
+	scheduler_gate_fn gate;
+	void *gate_userdata;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;         /* CLOCK_MONOTONIC; stop and disk release broadcast it */
+	bool is_stopping;
+	uint64_t start_usec;
+	struct sched_probe *probes;
+	size_t n_probes;
+	struct disk_group *groups;   /* at most one per probe */
+	size_t n_groups;
+};
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Sleep until `until` (monotonic usec). Caller holds the lock. Returns
+ * false when the scheduler is stopping. */
+static bool wait_until_locked(struct scheduler *s, uint64_t until)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(until / USEC_PER_SEC),
+		.tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
+	};
+
+	while (!s->is_stopping && now_usec() < until) {
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT) {
+			break;
+		}
+	}
+	return !s->is_stopping;
+}
+
+/* The group of `disk`, created on first use. Caller holds the lock. */
+static struct disk_group *group_of_locked(struct scheduler *s, dev_t disk)
+{
+	for (size_t i = 0; i < s->n_groups; i++) {
+		if (s->groups[i].disk == disk) {
+			return &s->groups[i];
+		}
+	}
+	if (s->n_groups >= s->n_probes) {
+		return NULL;
+	}
+	s->groups[s->n_groups] = (struct disk_group){.disk = disk};
+	return &s->groups[s->n_groups++];
+}
+
+/* Wait until no other probe runs on the disk of `p`, then claim it.
+ * Returns the claimed group (NULL when the probe may overlap or its disk is
+ * unknown), or sets *ret_stopping. */
+static struct disk_group *claim_disk(struct sched_probe *p, bool *ret_stopping)
+{
+	struct scheduler *s = p->s;
+	struct probe_target_device dev;
+	struct disk_group *g;
+
+	*ret_stopping = false;
+	/* stat() the target on this thread: a hung mount stalls only this probe */
+	if (p->pc->allow_overlap || probe_target_device(p->pc, s->sysfs, &dev) < 0) {
+		return NULL;
+	}
+	pthread_mutex_lock(&s->lock);
+	g = group_of_locked(s, dev.disk);
+	while (g && g->is_busy && !s->is_stopping) {
+		pthread_cond_wait(&s->cond, &s->lock);
+	}
+	if (s->is_stopping) {
+		*ret_stopping = true;
+		g = NULL;
+	} else if (g) {
+		g->is_busy = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return g;
+}
+
+static void release_disk(struct scheduler *s, struct disk_group *g)
+{
+	if (!g) {
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	g->is_busy = false;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Run the probe once into *res. Returns false when the run was cancelled
+ * by stop (its partial result is not reported). */
+static bool run_once(struct sched_probe *p, struct probe_result *res)
+{
+	struct scheduler *s = p->s;
+	struct probe_options opts = {.sysfs = s->sysfs};
+	struct probe_run *run = NULL;
+	bool is_stopping;
+	int r;
+
+	if (p->stuck) {
+		if (probe_run_has_threads(p->stuck)) {
+			/* do not pile new I/O onto a device that has not answered */
+			memset(res, 0, sizeof(*res));
+			for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+				histogram_init(&res->op[op].lat);
+			}
+			res->error = -ETIMEDOUT;
+			res->op[probe_rw_reads(p->pc->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
+				.errors[PROBE_ERR_TIMEOUT] = 1;
+			snprintf(res->message, sizeof(res->message),
+				 "timed out: the I/O of an earlier run is still pending, not starting another");
+			return true;
+		}
+		p->stuck = probe_run_free(p->stuck);
+	}
+	r = probe_start(p->pc, &opts, &run);
+	if (r < 0) {
+		memset(res, 0, sizeof(*res));
+		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+			histogram_init(&res->op[op].lat);
+		}
+		res->error = r;
+		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s", strerror(-r));
+		return true;
+	}
+	pthread_mutex_lock(&s->lock);
+	p->run = run;
+	if (s->is_stopping) {
+		probe_cancel(run);
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	probe_wait(run, res);
+
+	pthread_mutex_lock(&s->lock);
+	p->run = NULL;
+	is_stopping = s->is_stopping;
+	pthread_mutex_unlock(&s->lock);
+	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
+		p->stuck = run;
+	} else {
+		probe_run_free(run);
+	}
+	return !(is_stopping && res->error == -ECANCELED);
+}
+
+static void log_result(struct sched_probe *p, const struct probe_result *res)
+{
+	const char *name = p->pc->name;
+
+	if (res->success) {
+		if (p->was_failing) {
+			log_info("Probe [%s] succeeds again.", name);
+		}
+		log_debug("Probe [%s]: %.0f read IOPS, %.0f write IOPS, %.0f fsync/s in %" PRIu64 " ms", name,
+			  res->op[PROBE_OP_READ].iops, res->op[PROBE_OP_WRITE].iops,
+			  res->op[PROBE_OP_FSYNC].iops, res->runtime_usec / USEC_PER_MSEC);
+		p->was_failing = false;
+		p->last_message[0] = '\0';
+		return;
+	}
+	/* once per distinct failure, not once per interval */
+	if (!p->was_failing || strcmp(p->last_message, res->message) != 0) {
+		log_warning("Probe [%s] failed: %s", name, res->message);
+	}
+	p->was_failing = true;
+	snprintf(p->last_message, sizeof(p->last_message), "%s", res->message);
+}
+
+static void *probe_thread(void *userdata)
+{
+	struct sched_probe *p = userdata;
+	struct scheduler *s = p->s;
+	const uint64_t interval = p->pc->interval_usec > 0 ? p->pc->interval_usec : USEC_PER_SEC;
+	struct probe_result *res;
+	uint64_t planned, when;
+
+	res = malloc(sizeof(*res));
+	if (!res) {
+		log_error("Probe [%s]: out of memory, not scheduling it.", p->pc->name);
+		return NULL;
+	}
+	/* stagger first runs over the interval so that probes do not start
+	 * together (and queue up on a shared disk) */
+	planned = s->start_usec + interval * p->index / (s->n_probes ? s->n_probes : 1);
+	when = planned;
+	pthread_mutex_lock(&s->lock);
+	while (wait_until_locked(s, when)) {
+		struct disk_group *g;
+		bool is_stopping;
+		uint64_t now;
+
+		pthread_mutex_unlock(&s->lock);
+		if (s->gate) {
+			uint64_t delay = s->gate(s->gate_userdata, p->index, p->pc);
+
+			if (delay > 0) {
+				now = now_usec();
+				when = now + delay;
+				if (when >= planned + interval) {
+					/* still gated at the next slot: skip this one */
+					while (planned + interval <= now) {
+						planned += interval;
+					}
+					planned += interval;
+					when = planned;
+				}
+				pthread_mutex_lock(&s->lock);
+				continue;
+			}
+		}
+		g = claim_disk(p, &is_stopping);
+		if (is_stopping) {
+			pthread_mutex_lock(&s->lock);
+			break;
+		}
+		if (run_once(p, res)) {
+			registry_probe_done(s->registry, p->index, res);
+			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
+				log_debug_errno(errno, "Failed to wake the main loop: %m");
+			}
+			log_result(p, res);
+		}
+		release_disk(s, g);
+
+		/* keep the cadence of the plan; skip slots a long run missed */
+		now = now_usec();
+		planned += interval;
+		while (planned <= now) {
+			planned += interval;
+		}
+		when = planned;
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(res);
+	return NULL;
+}
+
+int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret)
+{
+	struct scheduler *s;
+	pthread_condattr_t ca;
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		return -ENOMEM;
+	}
+	s->registry = registry;
+	s->wake_fd = wake_fd;
+	s->sysfs = sysfs ? sysfs : "/sys";
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	*ret = s;
+	return 0;
+}
+
+void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdata)
+{
+	s->gate = fn;
+	s->gate_userdata = userdata;
+}
+
+int scheduler_start(struct scheduler *s, const struct config *cfg)
+{
+	size_t n = cfg->n_probes;
+	int e;
+
+	scheduler_stop(s);
+	if (n == 0) {
+		return 0;
+	}
+	s->probes = calloc(n, sizeof(*s->probes));
+	s->groups = calloc(n, sizeof(*s->groups));
+	if (!s->probes || !s->groups) {
+		free(s->probes);
+		free(s->groups);
+		s->probes = NULL;
+		s->groups = NULL;
+		return -ENOMEM;
+	}
+	s->n_probes = n;
+	s->n_groups = 0;
+	s->is_stopping = false;
+	s->start_usec = now_usec();
+	for (size_t i = 0; i < n; i++) {
+		struct sched_probe *p = &s->probes[i];
+
+		p->s = s;
+		p->index = i;
+		p->pc = &cfg->probes[i];
+		e = pthread_create(&p->thread, NULL, probe_thread, p);
+		if (e != 0) {
+			scheduler_stop(s);
+			return -e;
+		}
+		p->has_thread = true;
+	}
+	return 0;
+}
+
+void scheduler_stop(struct scheduler *s)
+{
+	if (!s || !s->probes) {
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->is_stopping = true;
+	for (size_t i = 0; i < s->n_probes; i++) {
+		if (s->probes[i].run) {
+			probe_cancel(s->probes[i].run);
+		}
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+
+	for (size_t i = 0; i < s->n_probes; i++) {
+		struct sched_probe *p = &s->probes[i];
+
+		if (p->has_thread) {
+			pthread_join(p->thread, NULL);
+		}
+		probe_run_free(p->stuck);
+	}
+	free(s->probes);
+	free(s->groups);
+	s->probes = NULL;
+	s->groups = NULL;
+	s->n_probes = 0;
+	s->n_groups = 0;
+}
+
+struct scheduler *scheduler_free(struct scheduler *s)
+{
+	if (!s) {
+		return NULL;
+	}
+	scheduler_stop(s);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return NULL;
+}

@@ -1,0 +1,37 @@
+/* The probe scheduler: one thread per configured probe, each running its
+ * probe every `interval` and handing the result to the registry. Runs of
+ * probes on the same disk are serialised (unless allow_overlap=1) and their
+ * first runs staggered; a slow disk only ever delays its own probes. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct registry;
+struct scheduler;
+
+/* Asked on a probe's thread right before each run: 0 to run now, or how
+ * many usec to wait before asking again (a ceiling probe waits for a quiet
+ * device this way). A run that is still gated at its next interval is
+ * skipped. Must be thread-safe. */
+typedef uint64_t (*scheduler_gate_fn)(void *userdata, size_t index, const struct probe_config *pc);
+
+/* After each run: registry_probe_done(registry, index, result), then 1 is
+ * written to `wake_fd` (an eventfd) so that the main loop publishes.
+ * `sysfs` is the sysfs mount point (kept, not copied). */
+int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret);
+struct scheduler *scheduler_free(struct scheduler *s);
+
+/* Install a gate for the probes it returns non-zero for; call while the
+ * scheduler is stopped. `fn` may be NULL to remove it. */
+void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdata);
+
+/* Start one thread per probe of `cfg` (which must stay alive until
+ * scheduler_stop()). The probe with index i is index i of the registry. */
+int scheduler_start(struct scheduler *s, const struct config *cfg);
+
+/* Cancel running probes, stop and join every thread. Returns promptly: a
+ * run stuck in the kernel is abandoned to its own threads. Idempotent. */
+void scheduler_stop(struct scheduler *s);
