@@ -16,6 +16,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "http.h"
 #include "log.h"
 #include "macro.h"
 #include "registry.h"
@@ -220,6 +221,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 
 	d = calloc(1, sizeof(*d));
 	if (!d) {
+		config_free(cfg);
 		return -ENOMEM;
 	}
 	d->args = args;
@@ -228,6 +230,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 
 	r = sd_event_default(&d->event);
 	if (r < 0) {
+		config_free(cfg);
 		return log_error_errno(r, "Failed to create the event loop: %m");
 	}
 	sigemptyset(&mask);
@@ -239,6 +242,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	    sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d) < 0 ||
 	    sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d) < 0) {
 		sd_event_unref(d->event);
+		config_free(cfg);
 		return log_error_errno(-EIO, "Failed to install signal handlers");
 	}
 	if (sd_watchdog_enabled(0, &d->watchdog_usec) > 0) {
@@ -246,6 +250,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 					       0, on_watchdog, d);
 		if (r < 0) {
 			sd_event_unref(d->event);
+			config_free(cfg);
 			return log_error_errno(r, "Failed to set up the watchdog: %m");
 		}
 	}
@@ -284,6 +289,15 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	}
 	registry_publish(d->registry);
 
+	/* HTTP last: it serves what the modules above publish, and is bound
+	 * before READY=1. Logs its own errors; -EINVAL is a configuration error
+	 * (web config, listen address). */
+	r = http_server_new(d->cfg, d->registry, d->event, &d->http);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return r;
+	}
+
 	*ret = TAKE_PTR(d);
 	return 0;
 }
@@ -293,6 +307,8 @@ struct daemon *daemon_free(struct daemon *d)
 	if (!d) {
 		return NULL;
 	}
+	/* first: stops the server thread, so nothing below is read by a request */
+	http_server_free(d->http);
 	scheduler_free(d->scheduler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {
