@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "diskstats.h"
@@ -140,3 +141,7 @@ struct ceiling_set *sampler_ceilings(struct sampler *s);
 /* Knobs for tests and benchmarks; the daemon uses the defaults. */
 #define SAMPLER_TOPOLOGY_REFRESH_USEC (60ULL * 1000000ULL)
 void sampler_set_topology_refresh(struct sampler *s, uint64_t usec);
+/* Replace the clock: fn returns microseconds of CLOCK_MONOTONIC or
+ * CLOCK_REALTIME. NULL restores clock_gettime(). */
+typedef uint64_t (*sampler_clock_fn)(clockid_t clock, void *userdata);
+void sampler_set_clock(struct sampler *s, sampler_clock_fn fn, void *userdata);

@@ -295,3 +295,54 @@ void diskstats_derive(const struct diskstats_raw *prev, const struct diskstats_r
 	 * sampled a jiffy apart; the ratio is documented as 0..1. */
 	ret->utilization = fmin((double)d.io_ms / ms, 1.0);
 }
+
+void diskstats_aggregate_members(const struct device_rates *const *members, size_t n,
+				 struct device_rates *ret)
+{
+	double read_ticks = 0, write_ticks = 0, discard_ticks = 0, flush_ticks = 0;
+	struct device_rates m = {0};
+	bool valid = n > 0;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct device_rates *r = members[k];
+
+		valid = valid && r->valid;
+		m.interval_sec = fmax(m.interval_sec, r->interval_sec);
+		m.read_iops += r->read_iops;
+		m.write_iops += r->write_iops;
+		m.discard_iops += r->discard_iops;
+		m.flush_iops += r->flush_iops;
+		m.read_bytes_per_sec += r->read_bytes_per_sec;
+		m.write_bytes_per_sec += r->write_bytes_per_sec;
+		m.discard_bytes_per_sec += r->discard_bytes_per_sec;
+		m.read_merges_per_sec += r->read_merges_per_sec;
+		m.write_merges_per_sec += r->write_merges_per_sec;
+		m.queue_depth += r->queue_depth;
+		read_ticks += r->read_await_sec * r->read_iops;
+		write_ticks += r->write_await_sec * r->write_iops;
+		discard_ticks += r->discard_await_sec * r->discard_iops;
+		flush_ticks += r->flush_await_sec * r->flush_iops;
+		m.utilization = fmax(m.utilization, r->utilization);
+	}
+	if (!valid) {
+		*ret = (struct device_rates){.interval_sec = m.interval_sec};
+		return;
+	}
+	m.valid = true;
+	/* averaged ticks / averaged ios = summed ticks / summed ios */
+	m.read_await_sec = m.read_iops > 0 ? read_ticks / m.read_iops : 0;
+	m.write_await_sec = m.write_iops > 0 ? write_ticks / m.write_iops : 0;
+	m.discard_await_sec = m.discard_iops > 0 ? discard_ticks / m.discard_iops : 0;
+	m.flush_await_sec = m.flush_iops > 0 ? flush_ticks / m.flush_iops : 0;
+	m.read_iops /= (double)n;
+	m.write_iops /= (double)n;
+	m.discard_iops /= (double)n;
+	m.flush_iops /= (double)n;
+	m.read_bytes_per_sec /= (double)n;
+	m.write_bytes_per_sec /= (double)n;
+	m.discard_bytes_per_sec /= (double)n;
+	m.read_merges_per_sec /= (double)n;
+	m.write_merges_per_sec /= (double)n;
+	m.queue_depth /= (double)n;
+	*ret = m;
+}

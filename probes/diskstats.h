@@ -49,6 +49,13 @@ int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *
  * counters. */
 int diskstats_parse_line(const char *line, size_t len, struct diskstats_raw *ret);
 
+/* fio's aggregate ("aggr") of the members of an md/dm device: utilization
+ * is the busiest member's, every other figure the average over the members,
+ * awaits being averaged ticks / averaged ios. valid only when every member's
+ * rates are. */
+void diskstats_aggregate_members(const struct device_rates *const *members, size_t n,
+				 struct device_rates *ret);
+
 /* Bounds beyond which a per-interval delta is called absurd (a device that
  * was replaced between two samples rather than a counter that moved):
  * operations per second, bytes per second, and the in-flight concurrency

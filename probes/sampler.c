@@ -61,13 +61,16 @@ struct sampler {
 	uint64_t parse_errors_total;
 	uint64_t samples_total;
 
+	sampler_clock_fn clock;
+	void *clock_userdata;
+
 	int pressure_fd;                /* kept open while the kernel has PSI */
 	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
 
 	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
 };
 
-static uint64_t now_usec(clockid_t clock)
+static uint64_t clock_usec(clockid_t clock, void *userdata)
 {
 	struct timespec ts;
 
@@ -219,6 +222,7 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->diskstats_fd = -1;
 	s->pressure_fd = -1;
 	s->refresh_usec = SAMPLER_TOPOLOGY_REFRESH_USEC;
+	s->clock = clock_usec;
 	s->need_refresh = true;
 	s->cfg = cfg;
 	s->procfs = strdup(procfs);
@@ -278,6 +282,12 @@ int sampler_set_config(struct sampler *s, const struct config *cfg)
 void sampler_set_topology_refresh(struct sampler *s, uint64_t usec)
 {
 	s->refresh_usec = usec;
+}
+
+void sampler_set_clock(struct sampler *s, sampler_clock_fn fn, void *userdata)
+{
+	s->clock = fn ? fn : clock_usec;
+	s->clock_userdata = userdata;
 }
 
 /* Read all of PROCFS/diskstats with one read() into the reused buffer,
@@ -388,61 +398,22 @@ static int refresh_topology(struct sampler *s, uint64_t now)
 }
 
 /* fio's aggregate over the members of an md/dm device (see device.h). */
-static void derive_member_rates(struct sampler *s, size_t i, double interval_sec)
+static void derive_member_rates(struct sampler *s, size_t i)
 {
 	const struct topology_device *td = &s->topo->devices[i];
 	struct sampler_dev *sd = &s->devs[i];
-	struct device_rates *m = &sd->member_rates;
-	double read_ticks = 0, write_ticks = 0, discard_ticks = 0, flush_ticks = 0;
-	double n = (double)td->n_members;
-	bool valid = true;
+	const struct device_rates *members[DEVICE_MAX_MEMBERS];
+	size_t n = 0;
 
 	sd->has_member_rates = (td->topo.kind == DEVICE_KIND_MD || td->topo.kind == DEVICE_KIND_DM) &&
 			       td->n_members > 0;
 	if (!sd->has_member_rates) {
 		return;
 	}
-	*m = (struct device_rates){.interval_sec = interval_sec};
-	for (size_t k = 0; k < td->n_members; k++) {
-		const struct device_rates *r = &s->devs[td->members[k]].rates;
-
-		valid = valid && r->valid;
-		m->read_iops += r->read_iops;
-		m->write_iops += r->write_iops;
-		m->discard_iops += r->discard_iops;
-		m->flush_iops += r->flush_iops;
-		m->read_bytes_per_sec += r->read_bytes_per_sec;
-		m->write_bytes_per_sec += r->write_bytes_per_sec;
-		m->discard_bytes_per_sec += r->discard_bytes_per_sec;
-		m->read_merges_per_sec += r->read_merges_per_sec;
-		m->write_merges_per_sec += r->write_merges_per_sec;
-		m->queue_depth += r->queue_depth;
-		read_ticks += r->read_await_sec * r->read_iops;
-		write_ticks += r->write_await_sec * r->write_iops;
-		discard_ticks += r->discard_await_sec * r->discard_iops;
-		flush_ticks += r->flush_await_sec * r->flush_iops;
-		m->utilization = fmax(m->utilization, r->utilization);
+	for (size_t k = 0; k < td->n_members && n < ELEMENTSOF(members); k++) {
+		members[n++] = &s->devs[td->members[k]].rates;
 	}
-	if (!valid) {
-		*m = (struct device_rates){.interval_sec = interval_sec};
-		return;
-	}
-	m->valid = true;
-	/* averaged ticks / averaged ios = summed ticks / summed ios */
-	m->read_await_sec = m->read_iops > 0 ? read_ticks / m->read_iops : 0;
-	m->write_await_sec = m->write_iops > 0 ? write_ticks / m->write_iops : 0;
-	m->discard_await_sec = m->discard_iops > 0 ? discard_ticks / m->discard_iops : 0;
-	m->flush_await_sec = m->flush_iops > 0 ? flush_ticks / m->flush_iops : 0;
-	m->read_iops /= n;
-	m->write_iops /= n;
-	m->discard_iops /= n;
-	m->flush_iops /= n;
-	m->read_bytes_per_sec /= n;
-	m->write_bytes_per_sec /= n;
-	m->discard_bytes_per_sec /= n;
-	m->read_merges_per_sec /= n;
-	m->write_merges_per_sec /= n;
-	m->queue_depth /= n;
+	diskstats_aggregate_members(members, n, &sd->member_rates);
 }
 
 /* The ceiling of one device, after its rates (and member rates) are derived
@@ -512,8 +483,8 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	int r;
 
 	r = read_diskstats(s);
-	mono = now_usec(CLOCK_MONOTONIC);
-	real = now_usec(CLOCK_REALTIME);
+	mono = s->clock(CLOCK_MONOTONIC, s->clock_userdata);
+	real = s->clock(CLOCK_REALTIME, s->clock_userdata);
 	if (r < 0) {
 		return r;
 	}
@@ -567,7 +538,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	}
 
 	for (size_t i = 0; i < n; i++) {
-		derive_member_rates(s, i, interval_sec);
+		derive_member_rates(s, i);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (s->devs[i].is_kept) {

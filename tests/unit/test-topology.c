@@ -1,0 +1,326 @@
+/* topology: sysfs (partition -> disk, md/dm -> members, attributes),
+ * mountinfo (mount -> device), and pressure parsing. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "diskstats.h"
+#include "fileio.h"
+#include "macro.h"
+#include "pressure.h"
+#include "topology.h"
+
+static struct topology *build(const char *tree)
+{
+	char proc[1024], sys[1024], path[1100];
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ struct diskstats_raw *a = NULL;
+	struct topology *t = NULL;
+	int n;
+
+	snprintf(proc, sizeof(proc), "%s/sampler/%s/proc", FIXTURES_DIR, tree);
+	snprintf(sys, sizeof(sys), "%s/sampler/%s/sys", FIXTURES_DIR, tree);
+	snprintf(path, sizeof(path), "%s/diskstats", proc);
+	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
+	n = diskstats_parse(buf, &a, NULL);
+	assert_true(n > 0);
+	assert_int_equal(topology_build(proc, sys, a, (size_t)n, &t), 0);
+	assert_int_equal(t->n_devices, (size_t)n);
+	return t;
+}
+
+static const struct topology_device *get(const struct topology *t, const char *name)
+{
+	const struct topology_device *d = topology_find(t, name);
+
+	if (!d) {
+		fail_msg("no device %s", name);
+	}
+	return d;
+}
+
+static void test_mountinfo_unescapes_octal(void **state)
+{
+	char s1[] = "/mnt/my\\040disk";
+	char s2[] = "/a\\011b\\012c\\134d";
+	char s3[] = "/plain\\";
+	char s4[] = "/not\\8escape";
+
+	assert_int_equal(mountinfo_unescape(s1), strlen("/mnt/my disk"));
+	assert_string_equal(s1, "/mnt/my disk");
+	mountinfo_unescape(s2);
+	assert_string_equal(s2, "/a\tb\nc\\d");
+	mountinfo_unescape(s3);
+	assert_string_equal(s3, "/plain\\");
+	mountinfo_unescape(s4);
+	assert_string_equal(s4, "/not\\8escape");
+}
+
+static void test_mountinfo_parses_fields_and_skips_malformed_lines(void **state)
+{
+	const char *buf =
+		"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
+		"garbage line\n"
+		"37 35 8:1 / /no/separator rw\n"
+		"38 35 x:1 / /bad/devnum rw - ext4 /dev/sda1 rw\n"
+		"41 22 259:1 / /mnt/my\\040disk rw,relatime shared:31 unbindable - ext4 /dev/nvme0n1p1 rw\n"
+		"42 22 0:44 / /srv rw - btrfs /dev/sdb rw\n";
+	struct mountinfo_entry *e = NULL;
+	int n;
+
+	n = mountinfo_parse(buf, &e);
+	assert_int_equal(n, 3);
+	assert_int_equal(e[0].major, 98);
+	assert_int_equal(e[0].minor, 0);
+	assert_string_equal(e[0].root, "/mnt1");
+	assert_string_equal(e[0].mountpoint, "/mnt2");
+	assert_string_equal(e[0].fstype, "ext3");
+	assert_string_equal(e[0].source, "/dev/root");
+	assert_string_equal(e[1].mountpoint, "/mnt/my disk");
+	assert_int_equal(e[1].major, 259);
+	assert_string_equal(e[1].fstype, "ext4");
+	assert_string_equal(e[2].fstype, "btrfs");
+	mountinfo_free(e, (size_t)n);
+}
+
+static void test_partition_maps_to_its_whole_disk(void **state)
+{
+	struct topology *t = build("ec2-md-raid0");
+	const struct topology_device *p = get(t, "xvda1");
+
+	assert_int_equal(p->topo.kind, DEVICE_KIND_PARTITION);
+	assert_string_equal(p->topo.parent, "xvda");
+	assert_ptr_equal(&t->devices[p->parent], get(t, "xvda"));
+	assert_string_equal(p->topo.physical_members, "xvda");
+	assert_string_equal(get(t, "nvme0n1p2")->topo.parent, "nvme0n1");
+	assert_int_equal(get(t, "xvda")->topo.kind, DEVICE_KIND_DISK);
+	assert_int_equal(get(t, "xvda")->parent, SIZE_MAX);
+	assert_string_equal(get(t, "xvda")->topo.parent, "");
+	/* a plain disk has no physical members of its own */
+	assert_string_equal(get(t, "xvda")->topo.physical_members, "");
+	topology_unref(t);
+}
+
+static void test_md_and_dm_members_come_from_slaves(void **state)
+{
+	struct topology *t = build("ec2-md-raid0");
+	const struct topology_device *md = get(t, "md0");
+	const struct topology_device *dm = get(t, "dm-0");
+
+	assert_int_equal(md->topo.kind, DEVICE_KIND_MD);
+	assert_string_equal(md->topo.members, "xvdf,xvdg");
+	assert_int_equal(md->topo.n_members, 2);
+	assert_int_equal(md->n_members, 2);
+	assert_ptr_equal(&t->devices[md->members[0]], get(t, "xvdf"));
+	assert_ptr_equal(&t->devices[md->members[1]], get(t, "xvdg"));
+	assert_string_equal(md->topo.raid_level, "raid0");
+	assert_string_equal(md->topo.physical_members, "xvdf,xvdg");
+
+	/* LVM on a partition: the member is the partition, the physical
+	 * member its disk */
+	assert_int_equal(dm->topo.kind, DEVICE_KIND_DM);
+	assert_string_equal(dm->topo.dm_name, "vg0-data");
+	assert_string_equal(dm->topo.members, "nvme0n1p2");
+	assert_string_equal(dm->topo.physical_members, "nvme0n1");
+	assert_ptr_equal(topology_find_dm_name(t, "vg0-data"), dm);
+	topology_unref(t);
+}
+
+static void test_attributes_come_from_sysfs(void **state)
+{
+	struct topology *t = build("ec2-md-raid0");
+	const struct topology_device *nvme = get(t, "nvme0n1");
+	const struct topology_device *p1 = get(t, "nvme0n1p1");
+
+	/* sysfs pads the model with spaces */
+	assert_string_equal(nvme->topo.model, "Amazon Elastic Block Store");
+	assert_int_equal(nvme->topo.logical_block_size, 4096);
+	assert_false(nvme->topo.is_rotational);
+	assert_int_equal(nvme->topo.size_bytes, 104857600ULL * 512);
+	/* queue/ and device/ of a partition are its disk's */
+	assert_string_equal(p1->topo.model, "Amazon Elastic Block Store");
+	assert_int_equal(p1->topo.logical_block_size, 4096);
+	assert_int_equal(p1->topo.size_bytes, 20971520ULL * 512);
+	assert_string_equal(get(t, "xvdf")->topo.model, "");
+	assert_int_equal(get(t, "xvdf")->topo.logical_block_size, 512);
+
+	assert_int_equal(get(t, "loop0")->topo.kind, DEVICE_KIND_LOOP);
+	assert_true(get(t, "loop0")->is_unused_loop);
+	assert_false(get(t, "loop1")->is_unused_loop);
+	assert_string_equal(get(t, "loop1")->backing_file, "/var/lib/images/disk.img");
+	assert_int_equal(get(t, "ram0")->topo.kind, DEVICE_KIND_DISK);
+	topology_unref(t);
+
+	t = build("kernel-4.14");
+	assert_string_equal(get(t, "sda")->topo.model, "Samsung SSD 860");
+	assert_string_equal(get(t, "sda2")->topo.parent, "sda");
+	topology_unref(t);
+}
+
+static void test_mount_points_are_attributed_by_devnum(void **state)
+{
+	struct topology *t = build("ec2-md-raid0");
+
+	/* a bind mount of a subdirectory counts too */
+	assert_string_equal(get(t, "md0")->topo.mountpoints, "/data,/srv/backup");
+	assert_string_equal(get(t, "nvme0n1p1")->topo.mountpoints, "/mnt/my disk");
+	assert_string_equal(get(t, "dm-0")->topo.mountpoints, "/var/lib/mysql");
+	assert_string_equal(get(t, "xvda1")->topo.mountpoints, "/");
+	assert_string_equal(get(t, "xvda")->topo.mountpoints, "");
+	assert_string_equal(get(t, "xvdf")->topo.mountpoints, "");
+	topology_unref(t);
+}
+
+/* A path's mount -> the device -> through the partition or the md/dm layer
+ * down to the physical members. */
+static void test_path_maps_through_partition_and_raid_to_members(void **state)
+{
+	struct topology *t = build("ec2-md-raid0");
+	const struct topology_device *d;
+
+	d = topology_device_for_path(t, "/data/mysql/ibdata1");
+	assert_non_null(d);
+	assert_string_equal(d->name, "md0");
+	assert_string_equal(d->topo.physical_members, "xvdf,xvdg");
+
+	d = topology_device_for_path(t, "/var/lib/mysql");
+	assert_string_equal(d->name, "dm-0");
+	assert_string_equal(d->topo.physical_members, "nvme0n1");
+
+	d = topology_device_for_path(t, "/mnt/my disk/file");
+	assert_string_equal(d->name, "nvme0n1p1");
+	assert_string_equal(t->devices[d->parent].name, "nvme0n1");
+
+	/* longest prefix on component boundaries: /database is on / */
+	assert_string_equal(topology_device_for_path(t, "/database")->name, "xvda1");
+	assert_string_equal(topology_device_for_path(t, "/srv/backup/x")->name, "md0");
+	assert_string_equal(topology_mount_for_path(t, "/srv/backup/x")->root, "/backup");
+	/* tmpfs has no block device */
+	assert_null(topology_device_for_path(t, "/run/lock"));
+
+	/* device nodes */
+	assert_string_equal(topology_device_for_path(t, "/dev/mapper/vg0-data")->name, "dm-0");
+	assert_string_equal(topology_device_for_path(t, "/dev/xvdf")->name, "xvdf");
+	assert_null(topology_device_for_path(t, "/dev/mapper/nope"));
+	topology_unref(t);
+
+	t = build("kernel-4.14");
+	d = topology_device_for_path(t, "/home/alice");
+	assert_string_equal(d->name, "sda2");
+	assert_string_equal(t->devices[d->parent].name, "sda");
+	assert_string_equal(d->topo.physical_members, "sda");
+	topology_unref(t);
+}
+
+static void test_overmount_hides_the_earlier_mount(void **state)
+{
+	struct topology t = {0};
+	struct topology_device devs[2] = {
+		{.name = "sda1", .major = 8, .minor = 1},
+		{.name = "sdb1", .major = 8, .minor = 17},
+	};
+	int n;
+
+	t.devices = devs;
+	t.n_devices = 2;
+	n = mountinfo_parse("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+			    "2 1 8:1 / /data rw - ext4 /dev/sda1 rw\n"
+			    "3 1 8:17 / /data rw - ext4 /dev/sdb1 rw\n",
+			    &t.mounts);
+	assert_int_equal(n, 3);
+	t.n_mounts = (size_t)n;
+	assert_string_equal(topology_device_for_path(&t, "/data/x")->name, "sdb1");
+	mountinfo_free(t.mounts, t.n_mounts);
+}
+
+/* Devices sysfs does not know (a partial fixture, a vanished device):
+ * defaults, never NULL strings. */
+static void test_device_missing_from_sysfs_gets_defaults(void **state)
+{
+	struct diskstats_raw a[] = {
+		{.major = 8, .minor = 64, .name = "sde", .n_fields = 14},
+		{.major = 9, .minor = 1, .name = "md1", .n_fields = 14},
+	};
+	struct topology *t = NULL;
+	char sys[1024];
+
+	snprintf(sys, sizeof(sys), "%s/sampler/kernel-4.14/sys", FIXTURES_DIR);
+	assert_int_equal(topology_build("/nonexistent", sys, a, 2, &t), 0);
+	assert_int_equal(get(t, "sde")->topo.kind, DEVICE_KIND_DISK);
+	assert_string_equal(get(t, "sde")->topo.model, "");
+	assert_string_equal(get(t, "sde")->topo.members, "");
+	assert_string_equal(get(t, "sde")->topo.mountpoints, "");
+	assert_int_equal(get(t, "sde")->topo.logical_block_size, 0);
+	assert_int_equal(get(t, "md1")->topo.kind, DEVICE_KIND_MD);
+	assert_int_equal(t->n_mounts, 0);
+	topology_unref(t);
+}
+
+static void test_pressure_totals_are_parsed(void **state)
+{
+	struct pressure_io p;
+
+	assert_int_equal(pressure_parse("some avg10=1.52 avg60=0.88 avg300=0.31 total=123456789\n"
+					"full avg10=1.10 avg60=0.61 avg300=0.20 total=98765432\n",
+					&p),
+			 0);
+	assert_true(p.available);
+	assert_int_equal(p.some_total_usec, 123456789);
+	assert_int_equal(p.full_total_usec, 98765432);
+
+	assert_int_equal(pressure_parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", &p), 0);
+	assert_int_equal(p.some_total_usec, 5);
+	assert_int_equal(p.full_total_usec, 0);
+
+	assert_int_equal(pressure_parse("", &p), -EINVAL);
+	assert_int_equal(pressure_parse("some avg10=0.00 total=x\n", &p), -EINVAL);
+}
+
+static void test_absent_psi_is_not_an_error(void **state)
+{
+	struct pressure_io p = {.available = true};
+	char proc[1024];
+	int fd = -1;
+
+	snprintf(proc, sizeof(proc), "%s/sampler/kernel-4.14/proc", FIXTURES_DIR);
+	assert_int_equal(pressure_read(proc, &fd, &p), 0);
+	assert_false(p.available);
+	assert_int_equal(fd, -1);
+
+	snprintf(proc, sizeof(proc), "%s/sampler/ec2-md-raid0/proc", FIXTURES_DIR);
+	assert_int_equal(pressure_read(proc, &fd, &p), 0);
+	assert_true(p.available);
+	assert_int_equal(p.some_total_usec, 123456789);
+	assert_true(fd >= 0);
+	/* the kept fd reads again from the start */
+	assert_int_equal(pressure_read(proc, &fd, &p), 0);
+	assert_int_equal(p.full_total_usec, 98765432);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mountinfo_unescapes_octal),
+		cmocka_unit_test(test_mountinfo_parses_fields_and_skips_malformed_lines),
+		cmocka_unit_test(test_partition_maps_to_its_whole_disk),
+		cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
+		cmocka_unit_test(test_attributes_come_from_sysfs),
+		cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
+		cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
+		cmocka_unit_test(test_overmount_hides_the_earlier_mount),
+		cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),
+		cmocka_unit_test(test_pressure_totals_are_parsed),
+		cmocka_unit_test(test_absent_psi_is_not_an_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
