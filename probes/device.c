@@ -48,6 +48,7 @@ struct sampler_snapshot *sampler_snapshot_unref(struct sampler_snapshot *s)
 		}
 	}
 	free(s->devices);
+	free(s->ebs);
 	free(s);
 	return NULL;
 }

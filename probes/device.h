@@ -93,6 +93,8 @@ struct pressure_io {
  * thread may keep one while the sampler builds the next. */
 struct topology;
 
+struct ebs_nvme_volume;
+
 struct sampler_snapshot {
 	unsigned refcount;              /* atomic */
 	uint64_t realtime_usec;         /* when it was taken */
@@ -106,6 +108,8 @@ struct sampler_snapshot {
 	uint64_t samples_total;         /* sampler_sample() calls that succeeded, this one included */
 	size_t n_devices_seen;          /* lines in /proc/diskstats, before filtering */
 	size_t n_devices_dropped;       /* kept by the filter but over max_devices */
+	struct ebs_nvme_volume *ebs;    /* EBS NVMe volumes' log page 0xD0 (probes/ebs_nvme.h), owned */
+	size_t n_ebs;
 };
 
 struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s);

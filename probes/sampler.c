@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ceiling.h"
+#include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
 #include "name_index.h"
@@ -68,6 +69,7 @@ struct sampler {
 	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
 
 	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
+	struct ebs_nvme_reader *ebs;    /* EBS NVMe volumes among the kept devices */
 };
 
 static uint64_t clock_usec(clockid_t clock, void *userdata)
@@ -229,7 +231,8 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->sysfs = strdup(sysfs);
 	s->buf_size = DISKSTATS_BUF_INITIAL;
 	s->buf = malloc(s->buf_size);
-	if (!s->procfs || !s->sysfs || !s->buf || ceiling_set_new(NULL, &s->ceilings) < 0) {
+	if (!s->procfs || !s->sysfs || !s->buf || ceiling_set_new(NULL, &s->ceilings) < 0 ||
+	    ebs_nvme_reader_new(s->sysfs, "/dev", NULL, NULL, &s->ebs) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
 	}
@@ -256,6 +259,7 @@ struct sampler *sampler_free(struct sampler *s)
 	}
 	topology_unref(s->topo);
 	ceiling_set_free(s->ceilings);
+	ebs_nvme_reader_free(s->ebs);
 	free(s->devs);
 	free(s->cur);
 	free(s->buf);
@@ -378,6 +382,26 @@ static int remap_devices(struct sampler *s, size_t n)
 	return 0;
 }
 
+/* Which kept devices are EBS NVMe volumes (sysfs model): their log page
+ * is read every tick. */
+static int refresh_ebs(struct sampler *s)
+{
+	_cleanup_free_ const char **names = calloc(s->n_devs ? s->n_devs : 1, sizeof(*names));
+	size_t n = 0;
+	int r;
+
+	if (!names) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->n_devs; i++) {
+		if (s->devs[i].is_kept) {
+			names[n++] = s->devs[i].raw.name;
+		}
+	}
+	r = ebs_nvme_reader_refresh(s->ebs, names, n);
+	return r < 0 ? r : 0;
+}
+
 static int refresh_topology(struct sampler *s, uint64_t now)
 {
 	struct topology *t;
@@ -394,7 +418,7 @@ static int refresh_topology(struct sampler *s, uint64_t now)
 	s->last_refresh_usec = now;
 	apply_filter(s);
 	s->pressure_checked = false;
-	return 0;
+	return refresh_ebs(s);
 }
 
 /* fio's aggregate over the members of an md/dm device (see device.h). */
@@ -559,6 +583,12 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 		}
 		s->pressure_checked = true;
 	}
+	r = ebs_nvme_reader_sample(s->ebs, &snap->ebs);
+	if (r < 0) {
+		sampler_snapshot_unref(snap);
+		return r;
+	}
+	snap->n_ebs = (size_t)r;
 	s->samples_total++;
 	snap->samples_total = s->samples_total;
 	*ret = snap;
