@@ -16,6 +16,8 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "device.h"
+#include "history.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
@@ -117,10 +119,81 @@ static void notify_status(const char *fmt, ...)
 	sd_notifyf(0, "STATUS=%s", buf);
 }
 
+/* One device sample: into the registry (published by the caller) and the
+ * history. Failures are counted and logged, rate-limited, and the daemon
+ * carries on. */
+static void daemon_sample(struct daemon *d)
+{
+	struct sampler_snapshot *snap = NULL;
+	int r;
+
+	r = sampler_sample(d->sampler, &snap);
+	if (r < 0) {
+		d->sample_failures_total++;
+		if (ratelimit_below(&d->sample_log_ratelimit)) {
+			log_warning_errno(r, "Failed to sample %s/diskstats: %m, ignoring.", d->args->procfs);
+		}
+		return;
+	}
+	registry_set_samples(d->registry, snap);
+	r = history_append(d->history, snap);
+	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
+		log_warning_errno(r, "Failed to record device history: %m, ignoring.");
+	}
+	sampler_snapshot_unref(snap);
+}
+
+static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t interval = d->cfg->sample_interval_usec, now = 0, next = usec + interval;
+
+	daemon_sample(d);
+	registry_publish(d->registry);
+
+	/* fixed rate from the scheduled time, so samples stay evenly spaced;
+	 * after a stall (suspend, a stopped process) skip the missed ticks */
+	(void)sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+	while (next <= now) {
+		next += interval;
+	}
+	if (sd_event_source_set_time(s, next) < 0 || sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0) {
+		log_error("Failed to schedule the next device sample, device sampling stopped.");
+	}
+	return 0;
+}
+
+/* (Re)arm the sample timer for the next multiple of the interval on the
+ * realtime clock, so that samples land on whole seconds (with the default
+ * 1 s) and line up with other 1 s tools; later ticks follow at a fixed rate
+ * on CLOCK_MONOTONIC, with 1 ms accuracy. */
+static int daemon_schedule_sampling(struct daemon *d)
+{
+	uint64_t interval = d->cfg->sample_interval_usec, mono = 0, real = now_realtime_usec();
+	uint64_t next;
+	int r;
+
+	r = sd_event_now(d->event, CLOCK_MONOTONIC, &mono);
+	if (r < 0) {
+		return r;
+	}
+	next = mono + (interval - real % interval);
+	if (d->sample_timer) {
+		r = sd_event_source_set_time(d->sample_timer, next);
+		if (r >= 0) {
+			r = sd_event_source_set_enabled(d->sample_timer, SD_EVENT_ONESHOT);
+		}
+		return r;
+	}
+	return sd_event_add_time(d->event, &d->sample_timer, CLOCK_MONOTONIC, next, USEC_PER_MSEC,
+				 on_sample_timer, d);
+}
+
 /* Swap in a new, already validated configuration. */
 static int daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
+	uint64_t old_interval = old ? old->sample_interval_usec : 0;
 	int r;
 
 	if (cfg->log_level >= 0) {
@@ -132,8 +205,25 @@ static int daemon_apply_config(struct daemon *d, struct config *cfg)
 	}
 	/* probe threads read the configuration: stop them before it goes */
 	scheduler_stop(d->scheduler);
+	/* the sampler points into the configuration: move it over first */
+	if (d->sampler) {
+		r = sampler_set_config(d->sampler, cfg);
+		if (r < 0) {
+			log_error_errno(r, "Invalid device_include/device_exclude: %m, keeping the previous device filter.");
+		}
+		r = history_set_config(d->history, cfg);
+		if (r < 0) {
+			log_error_errno(r, "Failed to resize the history: %m, history disabled until the next reload.");
+		}
+	}
 	d->cfg = cfg;
 	config_free(old);
+	if (d->sample_timer && (!old_interval || old_interval != cfg->sample_interval_usec)) {
+		r = daemon_schedule_sampling(d);
+		if (r < 0) {
+			log_error_errno(r, "Failed to reschedule device sampling: %m");
+		}
+	}
 	/* cfg is in place now: failures below are logged, not returned */
 	if (d->registry) {
 		r = registry_set_probes(d->registry, d->cfg);
@@ -278,6 +368,25 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to create the wake eventfd: %m");
 	}
+	/* the device sampler; its first sample is taken here, before READY=1,
+	 * so that the first scrape already has every device */
+	d->sample_log_ratelimit = RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
+	r = sampler_new(d->args->procfs, d->args->sysfs, d->cfg, &d->sampler);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to create the device sampler: %m");
+	}
+	r = history_new(d->cfg, &d->history);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to allocate the history: %m");
+	}
+	daemon_sample(d);
+	r = daemon_schedule_sampling(d);
+	if (r < 0) {
+		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to schedule device sampling: %m");
+	}
 	/* probe threads report through the registry and the wake eventfd */
 	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
 	if (r >= 0) {
@@ -310,6 +419,9 @@ struct daemon *daemon_free(struct daemon *d)
 	/* first: stops the server thread, so nothing below is read by a request */
 	http_server_free(d->http);
 	scheduler_free(d->scheduler);
+	sd_event_source_unref(d->sample_timer);
+	history_free(d->history);
+	sampler_free(d->sampler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {
 		close(d->wake_fd);

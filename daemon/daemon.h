@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "log.h"
 
 struct daemon {
 	const struct cli_args *args;
@@ -22,7 +23,10 @@ struct daemon {
 	unsigned reload_failures_total;
 
 	struct sampler *sampler;
-	sd_event_source *sample_timer;
+	sd_event_source *sample_timer;  /* every cfg->sample_interval_usec, on realtime multiples */
+	struct history *history;        /* derived device rates and probe points for /api/v1/history */
+	uint64_t sample_failures_total;
+	struct ratelimit sample_log_ratelimit;
 	struct registry *registry;
 	int wake_fd;                    /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;

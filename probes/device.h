@@ -124,6 +124,9 @@ struct sampler;
  * sampler_set_config on reload). */
 int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg, struct sampler **ret);
 struct sampler *sampler_free(struct sampler *s);
+/* Switch to cfg (always: the old one may be freed right after) and re-apply
+ * the filter and [device] sections. -EINVAL when a device regex does not
+ * compile; the previous regexes then stay in force. */
 int sampler_set_config(struct sampler *s, const struct config *cfg);
 
 /* Take one sample now. On success returns 0 and a new snapshot (refcount 1)

@@ -273,14 +273,13 @@ int sampler_set_config(struct sampler *s, const struct config *cfg)
 {
 	int r;
 
+	/* the old config is about to be freed: adopt the new one even when its
+	 * regexes do not compile (the previous ones stay in force then) */
 	r = compile_regexes(s, cfg);
-	if (r < 0) {
-		return r;
-	}
 	s->cfg = cfg;
 	/* dc pointers must not outlive the old config: recompute now */
 	apply_filter(s);
-	return 0;
+	return r;
 }
 
 void sampler_set_topology_refresh(struct sampler *s, uint64_t usec)
