@@ -381,6 +381,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to allocate the history: %m");
 	}
+	registry_set_history(d->registry, d->history);
 	daemon_sample(d);
 	r = daemon_schedule_sampling(d);
 	if (r < 0) {
