@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "ebs_nvme.h"
 #include "histogram.h"
 #include "iopsd-build.h"
 #include "macro.h"
@@ -603,6 +604,131 @@ static void render_devices(struct writer *w, const struct sampler_snapshot *ss)
 	}
 }
 
+/* ---- EBS NVMe log page 0xD0 (only where such volumes exist) ---- */
+
+static double usec_to_sec(uint64_t usec)
+{
+	return (double)usec / 1e6;
+}
+
+/* The device's own latency histogram: its bins' upper bounds become the
+ * buckets, the summed latency of completed I/O the _sum. */
+static void sample_ebs_histogram(struct writer *w, const char *name, struct label *labels, size_t n_labels,
+				 const struct ebs_nvme_histogram *h, uint64_t ops, uint64_t time_usec)
+{
+	char le[32], buf[32];
+	uint64_t cum = 0;
+
+	labels[n_labels].name = "le";
+	labels[n_labels].value = le;
+	for (unsigned i = 0; i < h->n_bins; i++) {
+		cum += h->bins[i].count;
+		/* an open-ended last bin is the +Inf bucket */
+		if (h->bins[i].upper_usec >= (UINT64_C(1) << 53)) {
+			continue;
+		}
+		prom_format_le(le, sizeof(le), usec_to_sec(h->bins[i].upper_usec), w->fmt);
+		snprintf(buf, sizeof(buf), "%" PRIu64, cum);
+		sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
+	}
+	/* +Inf must equal _count: the page's op counter, unless the bins
+	 * (32-bit counts) say more */
+	cum = cum > ops ? cum : ops;
+	snprintf(le, sizeof(le), "+Inf");
+	snprintf(buf, sizeof(buf), "%" PRIu64, cum);
+	sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
+	prom_format_value(buf, sizeof(buf), usec_to_sec(time_usec));
+	sample_text(w, name, "_sum", labels, n_labels, buf);
+	snprintf(buf, sizeof(buf), "%" PRIu64, cum);
+	sample_text(w, name, "_count", labels, n_labels, buf);
+}
+
+enum ebs_field {
+	EBS_VOLUME_EXCEEDED_IOPS,
+	EBS_VOLUME_EXCEEDED_THROUGHPUT,
+	EBS_INSTANCE_EXCEEDED_IOPS,
+	EBS_INSTANCE_EXCEEDED_THROUGHPUT,
+	EBS_QUEUE_LENGTH,
+	EBS_OPS,
+	EBS_BYTES,
+	EBS_LATENCY,
+};
+
+static const struct {
+	const char *name;
+	enum family_type type;
+	const char *help;
+} ebs_families[] = {
+	[EBS_VOLUME_EXCEEDED_IOPS] = {"iopsd_ebs_volume_performance_exceeded_iops_seconds_total", FAMILY_COUNTER,
+				      "Time the volume's IOPS demand exceeded its provisioned IOPS (EBS log page 0xD0)."},
+	[EBS_VOLUME_EXCEEDED_THROUGHPUT] = {"iopsd_ebs_volume_performance_exceeded_throughput_seconds_total",
+					    FAMILY_COUNTER,
+					    "Time the volume's throughput demand exceeded its provisioned throughput."},
+	[EBS_INSTANCE_EXCEEDED_IOPS] = {"iopsd_ebs_instance_performance_exceeded_iops_seconds_total",
+					FAMILY_COUNTER,
+					"Time IOPS demand exceeded the instance's maximum EBS IOPS."},
+	[EBS_INSTANCE_EXCEEDED_THROUGHPUT] = {"iopsd_ebs_instance_performance_exceeded_throughput_seconds_total",
+					      FAMILY_COUNTER,
+					      "Time throughput demand exceeded the instance's maximum EBS throughput."},
+	[EBS_QUEUE_LENGTH] = {"iopsd_ebs_volume_queue_length", FAMILY_GAUGE,
+			      "I/O operations waiting at the volume, as EBS saw it when last read."},
+	[EBS_OPS] = {"iopsd_ebs_volume_ops_total", FAMILY_COUNTER, "Operations the volume completed, as EBS counts them."},
+	[EBS_BYTES] = {"iopsd_ebs_volume_bytes_total", FAMILY_COUNTER, "Bytes the volume transferred, as EBS counts them."},
+	[EBS_LATENCY] = {"iopsd_ebs_volume_latency_seconds", FAMILY_HISTOGRAM,
+			 "Latency of completed operations as EBS measured it, with the volume's own buckets."},
+};
+
+static void render_ebs(struct writer *w, const struct sampler_snapshot *ss)
+{
+	if (!ss || ss->n_ebs == 0) {
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(ebs_families); i++) {
+		family(w, ebs_families[i].name, ebs_families[i].type, ebs_families[i].help);
+		for (size_t j = 0; j < ss->n_ebs; j++) {
+			const struct ebs_nvme_volume *v = &ss->ebs[j];
+			const struct ebs_nvme_stats *st = &v->stats;
+			struct label l[] = {{"device", v->device}, {"volume_id", v->volume_id}, {"op", "read"}, {0}};
+			const char *name = ebs_families[i].name;
+
+			switch ((enum ebs_field)i) {
+			case EBS_VOLUME_EXCEEDED_IOPS:
+				sample(w, name, l, 2, usec_to_sec(st->volume_exceeded_iops_usec));
+				break;
+			case EBS_VOLUME_EXCEEDED_THROUGHPUT:
+				sample(w, name, l, 2, usec_to_sec(st->volume_exceeded_throughput_usec));
+				break;
+			case EBS_INSTANCE_EXCEEDED_IOPS:
+				sample(w, name, l, 2, usec_to_sec(st->instance_exceeded_iops_usec));
+				break;
+			case EBS_INSTANCE_EXCEEDED_THROUGHPUT:
+				sample(w, name, l, 2, usec_to_sec(st->instance_exceeded_throughput_usec));
+				break;
+			case EBS_QUEUE_LENGTH:
+				sample_u64(w, name, l, 2, st->queue_length);
+				break;
+			case EBS_OPS:
+				sample_u64(w, name, l, 3, st->read_ops);
+				l[2].value = "write";
+				sample_u64(w, name, l, 3, st->write_ops);
+				break;
+			case EBS_BYTES:
+				sample_u64(w, name, l, 3, st->read_bytes);
+				l[2].value = "write";
+				sample_u64(w, name, l, 3, st->write_bytes);
+				break;
+			case EBS_LATENCY:
+				sample_ebs_histogram(w, name, l, 3, &st->read_latency, st->read_ops, st->read_time_usec);
+				l[2].value = "write";
+				l[3] = (struct label){0};
+				sample_ebs_histogram(w, name, l, 3, &st->write_latency, st->write_ops,
+						     st->write_time_usec);
+				break;
+			}
+		}
+	}
+}
+
 /* ---- probes ---- */
 
 struct probe_family;
@@ -835,6 +961,7 @@ int render_prom(const struct snapshot *s, enum metrics_format fmt, char **ret_te
 	render_self(&w, s);
 	render_sampler(&w, s->samples);
 	render_devices(&w, s->samples);
+	render_ebs(&w, s->samples);
 	render_probes(&w, s);
 	if (fmt == METRICS_FORMAT_OPENMETRICS) {
 		fputs("# EOF\n", w.f);
