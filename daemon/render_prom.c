@@ -22,6 +22,7 @@ enum family_type {
 	FAMILY_COUNTER,
 	FAMILY_GAUGE,
 	FAMILY_HISTOGRAM,
+	FAMILY_SUMMARY,
 };
 
 struct writer {
@@ -153,6 +154,7 @@ static void family(struct writer *w, const char *name, enum family_type type, co
 		[FAMILY_COUNTER] = "counter",
 		[FAMILY_GAUGE] = "gauge",
 		[FAMILY_HISTOGRAM] = "histogram",
+		[FAMILY_SUMMARY] = "summary",
 	};
 	size_t n = strlen(name);
 
@@ -800,6 +802,9 @@ static void emit_bytes(struct writer *w, const struct probe_family *f, const str
 	FOREACH_PROBE_OP(op, p) {
 		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 
+		if (op == PROBE_OP_FSYNC) {
+			continue; /* moves no data */
+		}
 		sample_u64(w, f->name, l, 3, p->total[op].bytes);
 	}
 }
@@ -849,10 +854,15 @@ static void emit_probe_throughput(struct writer *w, const struct probe_family *f
 	FOREACH_PROBE_OP(op, p) {
 		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 
+		if (op == PROBE_OP_FSYNC) {
+			continue;
+		}
 		sample(w, f->name, l, 3, p->last.op[op].bw_bytes);
 	}
 }
 
+/* A summary: quantiles of the last run (the window a summary's quantiles
+ * cover), _sum and _count since start (cumulative, as a summary's are). */
 static void emit_quantiles(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
 	static const struct {
@@ -860,26 +870,25 @@ static void emit_quantiles(struct writer *w, const struct probe_family *f, const
 		double percentile;
 	} quantiles[] = {{"0.5", 50}, {"0.9", 90}, {"0.99", 99}, {"0.999", 99.9}};
 
-	if (!p->has_last) {
-		return;
-	}
 	FOREACH_PROBE_OP(op, p) {
-		const struct histogram *h = &p->last.op[op].lat;
+		const struct histogram *last = &p->last.op[op].lat, *total = &p->total[op].lat;
+		struct label l[] = {
+			{"probe", p->name},
+			{"target", p->target},
+			{"op", probe_op_to_string(op)},
+			{"quantile", NULL},
+		};
+		char buf[64];
 
-		if (h->count == 0) {
-			continue;
-		}
-		for (size_t i = 0; i < ELEMENTSOF(quantiles); i++) {
-			struct label l[] = {
-				{"probe", p->name},
-				{"target", p->target},
-				{"op", probe_op_to_string(op)},
-				{"quantile", quantiles[i].label},
-			};
-
+		for (size_t i = 0; p->has_last && last->count > 0 && i < ELEMENTSOF(quantiles); i++) {
+			l[3].value = quantiles[i].label;
 			sample(w, f->name, l, 4,
-			       (double)histogram_percentile(h, quantiles[i].percentile) / (double)NSEC_PER_SEC);
+			       (double)histogram_percentile(last, quantiles[i].percentile) / (double)NSEC_PER_SEC);
 		}
+		prom_format_value(buf, sizeof(buf), (double)total->sum_ns / (double)NSEC_PER_SEC);
+		sample_text(w, f->name, "_sum", l, 3, buf);
+		snprintf(buf, sizeof(buf), "%" PRIu64, total->count);
+		sample_text(w, f->name, "_count", l, 3, buf);
 	}
 }
 
@@ -922,8 +931,8 @@ static const struct probe_family probe_families[] = {
 	{"iopsd_probe_iops", FAMILY_GAUGE, "Operations per second in the last run.", emit_probe_iops},
 	{"iopsd_probe_throughput_bytes_per_second", FAMILY_GAUGE, "Bytes per second in the last run.",
 	 emit_probe_throughput},
-	{"iopsd_probe_latency_quantile_seconds", FAMILY_GAUGE, "Completion latency quantiles of the last run.",
-	 emit_quantiles},
+	{"iopsd_probe_latency_quantile_seconds", FAMILY_SUMMARY,
+	 "Completion latency quantiles of the last run; _sum and _count since start.", emit_quantiles},
 	{"iopsd_probe_success", FAMILY_GAUGE, "1 when the last run completed its budget without error, else 0.",
 	 emit_success},
 	{"iopsd_probe_last_run_timestamp_seconds", FAMILY_GAUGE, "When the last run started, seconds since the epoch.",

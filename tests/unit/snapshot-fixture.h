@@ -1,0 +1,15 @@
+/* A fixed snapshot (three devices, two probes) for the renderer tests and
+ * their golden files. */
+#pragma once
+
+#include "registry.h"
+
+/* A snapshot (refcount 1) with fixed contents; with_devices false leaves
+ * samples NULL and the probes without a last run (a daemon just started). */
+struct snapshot *fixture_snapshot_new(bool with_devices);
+
+/* Compare `text` with the golden file FIXTURES_DIR/golden/NAME, where the
+ * daemon's version is written as @VERSION@. With IOPSD_UPDATE_GOLDEN=1 in
+ * the environment the golden file is rewritten instead. Fails the test on a
+ * difference, printing the first differing line. */
+void assert_golden(const char *name, const char *text);

@@ -1,0 +1,173 @@
+/* The registry: health judged from a snapshot, publishing pre-renders both
+ * /metrics formats (and their gzip), process_* parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "process_stats.h"
+#include "registry.h"
+#include "snapshot-fixture.h"
+
+static void test_healthy_while_sampler_and_probes_are_on_schedule(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char reason[256] = "x";
+
+	assert_true(snapshot_check_health(s, s->monotonic_usec + USEC_PER_SEC, reason, sizeof(reason)));
+	assert_string_equal(reason, "");
+	snapshot_unref(s);
+}
+
+static void test_unhealthy_when_the_last_sample_is_old(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char reason[256];
+
+	s->monotonic_usec = s->samples->monotonic_usec + 10 * USEC_PER_SEC;
+	assert_false(snapshot_check_health(s, s->monotonic_usec, reason, sizeof(reason)));
+	assert_non_null(strstr(reason, "/proc/diskstats sample is 10.0s old"));
+	snapshot_unref(s);
+}
+
+static void test_unhealthy_without_any_sample_after_the_grace_period(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(false);
+	char reason[256];
+
+	s->monotonic_usec = s->start_monotonic_usec + 2 * USEC_PER_SEC;
+	assert_true(snapshot_check_health(s, s->monotonic_usec, reason, sizeof(reason)));
+	s->monotonic_usec = s->start_monotonic_usec + 5 * USEC_PER_SEC;
+	assert_false(snapshot_check_health(s, s->monotonic_usec, reason, sizeof(reason)));
+	assert_non_null(strstr(reason, "no /proc/diskstats sample since start"));
+	snapshot_unref(s);
+}
+
+static void test_unhealthy_when_a_probe_is_overdue(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char reason[256];
+
+	/* randread4k: every 10 s with 1 s runs; 2x10 + 2x1 + 10 s of slack */
+	s->samples->monotonic_usec = s->probes[0].last_done_monotonic_usec + 33 * USEC_PER_SEC;
+	s->monotonic_usec = s->samples->monotonic_usec;
+	assert_false(snapshot_check_health(s, s->monotonic_usec, reason, sizeof(reason)));
+	assert_non_null(strstr(reason, "probe 'randread4k' has not completed a run for 33.0s"));
+	snapshot_unref(s);
+}
+
+static void test_unhealthy_when_no_snapshot_is_published(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char reason[256];
+
+	assert_false(snapshot_check_health(s, s->monotonic_usec + 6 * USEC_PER_SEC, reason, sizeof(reason)));
+	assert_non_null(strstr(reason, "no snapshot published for 6.0s"));
+	snapshot_unref(s);
+}
+
+static char *gunzip(const char *gz, size_t len, size_t max)
+{
+	z_stream zs = {0};
+	char *out = malloc(max + 1);
+
+	assert_non_null(out);
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (Bytef *)(uintptr_t)gz;
+	zs.avail_in = (uInt)len;
+	zs.next_out = (Bytef *)out;
+	zs.avail_out = (uInt)max;
+	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	out[zs.total_out] = '\0';
+	inflateEnd(&zs);
+	return out;
+}
+
+static void test_publish_prerenders_both_formats_and_their_gzip(void **state)
+{
+	static const char conf[] = "[global]\n"
+				   "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct registry *r = NULL;
+	struct snapshot *s;
+
+	assert_int_equal(config_load_string("r.conf", conf, &errs, &cfg), 0);
+	assert_int_equal(registry_new(&r), 0);
+	assert_null(registry_acquire(r));
+	assert_int_equal(registry_set_probes(r, cfg), 0);
+	assert_int_equal(registry_publish(r), 0);
+	assert_int_equal(registry_publish(r), 0);
+	s = registry_acquire(r);
+	assert_non_null(s);
+	assert_int_equal(s->generation, 2);
+	assert_int_equal(s->n_probes, 1);
+	for (int f = 0; f < _METRICS_FORMAT_MAX; f++) {
+		const struct rendered_body *b = &s->metrics[f];
+		char *plain;
+
+		assert_non_null(b->text);
+		assert_non_null(strstr(b->text, "iopsd_probe_runs_total{probe=\"seq\",target=\"/srv\"} 0\n"));
+		assert_non_null(strstr(b->text, "process_resident_memory_bytes "));
+		assert_non_null(b->gz);
+		assert_true(b->gz_len < b->len);
+		plain = gunzip(b->gz, b->gz_len, b->len);
+		assert_string_equal(plain, b->text);
+		free(plain);
+	}
+	assert_non_null(strstr(s->metrics[METRICS_FORMAT_OPENMETRICS].text, "# EOF\n"));
+	assert_true(s->process.available);
+	assert_true(s->process.open_fds > 0);
+	snapshot_unref(s);
+	registry_free(r);
+	config_free(cfg);
+}
+
+static void test_process_stat_parses_odd_command_names(void **state)
+{
+	static const char stat[] =
+		"4242 (io (psd) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 150 75 0 0 20 0 5 0 "
+		"123456 314572800 3072 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0\n";
+	struct process_stats ps = {0};
+	uint64_t start;
+
+	assert_int_equal(process_stats_parse_stat(stat, 100, 4096, &ps, &start), 0);
+	assert_true(ps.cpu_seconds == 2.25);
+	assert_int_equal(ps.virtual_memory_bytes, 314572800);
+	assert_int_equal(ps.resident_memory_bytes, 3072 * 4096);
+	assert_int_equal(start, 123456);
+	assert_int_equal(process_stats_parse_stat("4242 (x) S 1 2", 100, 4096, &ps, NULL), -EINVAL);
+	assert_int_equal(process_stats_parse_stat("garbage", 100, 4096, &ps, NULL), -EINVAL);
+}
+
+static void test_btime_is_found_in_proc_stat(void **state)
+{
+	uint64_t btime = 0;
+
+	assert_int_equal(process_stats_parse_btime("cpu  1 2 3\nintr 5\nbtime 1699990000\nprocesses 9\n", &btime), 0);
+	assert_int_equal(btime, 1699990000);
+	assert_int_equal(process_stats_parse_btime("cpu 1\n", &btime), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_healthy_while_sampler_and_probes_are_on_schedule),
+		cmocka_unit_test(test_unhealthy_when_the_last_sample_is_old),
+		cmocka_unit_test(test_unhealthy_without_any_sample_after_the_grace_period),
+		cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
+		cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
+		cmocka_unit_test(test_publish_prerenders_both_formats_and_their_gzip),
+		cmocka_unit_test(test_process_stat_parses_odd_command_names),
+		cmocka_unit_test(test_btime_is_found_in_proc_stat),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

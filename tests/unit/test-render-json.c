@@ -1,0 +1,157 @@
+/* The JSON API: golden files of every endpoint for the fixture snapshot,
+ * unknown figures as null, and history columns. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "history.h"
+#include "render_json.h"
+#include "snapshot-fixture.h"
+
+static void assert_json_golden(const char *name, json_t *root)
+{
+	char *text;
+
+	assert_non_null(root);
+	text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	assert_non_null(text);
+	assert_golden(name, text);
+	free(text);
+	json_decref(root);
+}
+
+static void test_status_matches_golden(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+
+	assert_json_golden("status.json", render_json_status(s, false, "probe 'mixed' has not completed a run"));
+	snapshot_unref(s);
+}
+
+static void test_devices_match_golden(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+
+	assert_json_golden("devices.json", render_json_devices(s, NULL));
+	snapshot_unref(s);
+}
+
+static void test_probes_match_golden(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+
+	assert_json_golden("probes.json", render_json_probes(s, NULL));
+	snapshot_unref(s);
+}
+
+static void test_unknown_figures_are_null_not_zero(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	json_t *root = render_json_devices(s, NULL), *devices, *p1, *md0, *disk;
+
+	assert_non_null(root);
+	devices = json_object_get(root, "devices");
+	assert_int_equal(json_array_size(devices), 3);
+	disk = json_array_get(devices, 0);
+	p1 = json_array_get(devices, 1);
+	md0 = json_array_get(devices, 2);
+	/* first sample of a device: no rates yet */
+	assert_true(json_is_null(json_object_get(p1, "rates")));
+	/* no limit declared, no ceiling detected */
+	assert_true(json_is_null(json_object_get(json_object_get(md0, "limits"), "iops")));
+	assert_true(json_is_null(json_object_get(json_object_get(md0, "ceiling"), "iops_estimate")));
+	/* md0's diskstats have no discard fields */
+	assert_true(json_is_null(json_object_get(json_object_get(json_object_get(md0, "rates"), "iops"), "discard")));
+	assert_true(json_real_value(json_object_get(json_object_get(json_object_get(disk, "rates"), "iops"), "total")) ==
+		    3000.0);
+	assert_true(json_integer_value(json_object_get(json_object_get(disk, "limits"), "iops")) == 3000);
+	assert_true(json_is_true(json_object_get(json_object_get(disk, "ceiling"), "throttled")));
+	/* the mount point that is not UTF-8 is still a string */
+	assert_true(json_is_string(json_array_get(json_object_get(p1, "mountpoints"), 0)));
+	json_decref(root);
+
+	root = render_json_probes(s, "mixed");
+	assert_int_equal(json_array_size(json_object_get(root, "probes")), 1);
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(root, "probes"), 0), "last_run")));
+	json_decref(root);
+	snapshot_unref(s);
+}
+
+static void test_history_has_one_column_entry_per_sample(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct history *h = NULL;
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct history_request q = {.window_usec = 300 * USEC_PER_SEC};
+	uint64_t t0 = s->samples->realtime_usec;
+	json_t *root, *devices, *disk, *series, *probes;
+
+	assert_int_equal(config_load_string("history.conf", "[global]\nhistory=10m\n", &errs, &cfg), 0);
+	assert_int_equal(history_new(cfg, &h), 0);
+	for (int i = 2; i >= 0; i--) {
+		s->samples->realtime_usec = t0 - (uint64_t)i * USEC_PER_SEC;
+		assert_int_equal(history_append(h, s->samples), 0);
+	}
+	assert_int_equal(history_probe_append(h, "randread4k", t0 - 5 * USEC_PER_SEC, 0.0002, 0.0005, 50), 0);
+	s->history = h;
+
+	root = render_json_history(s, &q);
+	assert_non_null(root);
+	assert_true(json_real_value(json_object_get(root, "window_seconds")) == 300);
+	devices = json_object_get(root, "devices");
+	/* the partition had no valid rates: it has history slots but no points */
+	disk = NULL;
+	for (size_t i = 0; i < json_array_size(devices); i++) {
+		if (strcmp(json_string_value(json_object_get(json_array_get(devices, i), "name")), "nvme1n1") == 0) {
+			disk = json_array_get(devices, i);
+		}
+	}
+	assert_non_null(disk);
+	series = json_object_get(disk, "series");
+	assert_int_equal(json_array_size(json_object_get(series, "time")), 3);
+	assert_int_equal(json_array_size(json_object_get(series, "iops")), 3);
+	assert_int_equal(json_array_size(json_object_get(series, "utilization")), 3);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "iops"), 2)) - 3000) < 0.01);
+	assert_true(json_integer_value(json_object_get(json_object_get(disk, "limits"), "iops")) == 3000);
+	probes = json_object_get(root, "probes");
+	assert_int_equal(json_array_size(probes), 2);
+	series = json_object_get(json_array_get(probes, 0), "series");
+	assert_int_equal(json_array_size(json_object_get(series, "p99_seconds")), 1);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "p99_seconds"), 0)) - 0.0005) < 1e-9);
+	json_decref(root);
+
+	/* one device, one probe */
+	q.device = "md0";
+	q.probe = "mixed";
+	root = render_json_history(s, &q);
+	assert_int_equal(json_array_size(json_object_get(root, "devices")), 1);
+	assert_int_equal(json_array_size(json_object_get(root, "probes")), 1);
+	assert_json_golden("history-md0.json", root);
+
+	s->history = NULL;
+	history_free(h);
+	config_free(cfg);
+	snapshot_unref(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_matches_golden),
+		cmocka_unit_test(test_devices_match_golden),
+		cmocka_unit_test(test_probes_match_golden),
+		cmocka_unit_test(test_unknown_figures_are_null_not_zero),
+		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
