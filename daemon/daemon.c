@@ -136,6 +136,7 @@ static void daemon_sample(struct daemon *d)
 		return;
 	}
 	registry_set_samples(d->registry, snap);
+	registry_resolve_probe_devices(d->registry, d->sampler);
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
 		log_warning_errno(r, "Failed to record device history: %m, ignoring.");

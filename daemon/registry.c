@@ -223,6 +223,26 @@ void registry_set_history(struct registry *r, struct history *h)
 	r->history = h;
 }
 
+void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
+{
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_probes; i++) {
+		struct probe_state *p = &r->probes[i];
+		char name[DISKSTATS_NAME_MAX];
+		char *copy;
+
+		if (p->device[0] != '\0' || sampler_device_for_target(sampler, p->target, name) < 0) {
+			continue;
+		}
+		copy = strdup(name);
+		if (copy) {
+			free(p->device);
+			p->device = copy;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s)
 {
 	sampler_snapshot_unref(r->samples);

@@ -102,6 +102,12 @@ void registry_probe_done(struct registry *r, size_t index, const struct probe_re
  * every snapshot user, i.e. the HTTP server). Main thread. */
 void registry_set_history(struct registry *r, struct history *h);
 
+/* Fill in the device of each probe whose device is not known yet, from the
+ * sampler's topology (sampler_device_for_target). Main thread, after a
+ * sample. */
+struct sampler;
+void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler);
+
 /* Install the latest sampler snapshot (takes a reference). Main thread. */
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 

@@ -22,6 +22,19 @@ static json_t *num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* A figure stored as a float (the history): its 7 significant digits, not
+ * the binary noise of widening it to a double. */
+static json_t *num_float(float v)
+{
+	char buf[32];
+
+	if (!isfinite(v)) {
+		return json_null();
+	}
+	snprintf(buf, sizeof(buf), "%.7g", (double)v);
+	return json_real(strtod(buf, NULL));
+}
+
 /* A declared or detected figure where 0 means "none". */
 static json_t *num_or_null(double v)
 {
@@ -423,33 +436,33 @@ static const char *const column_names[_COL_MAX] = {
 	[COL_MEMBER_UTILIZATION] = "member_utilization",
 };
 
-static double column_value(const struct history_point *p, int col)
+static json_t *column_value(const struct history_point *p, int col)
 {
 	const struct history_rates *r = &p->rates;
 
 	switch (col) {
 	case COL_TIME:
-		return (double)p->realtime_usec / (double)USEC_PER_SEC;
+		return seconds(p->realtime_usec);
 	case COL_IOPS:
-		return (double)r->read_iops + (double)r->write_iops;
+		return num_float(r->read_iops + r->write_iops);
 	case COL_READ_IOPS:
-		return r->read_iops;
+		return num_float(r->read_iops);
 	case COL_WRITE_IOPS:
-		return r->write_iops;
+		return num_float(r->write_iops);
 	case COL_READ_BPS:
-		return r->read_bytes_per_sec;
+		return num_float(r->read_bytes_per_sec);
 	case COL_WRITE_BPS:
-		return r->write_bytes_per_sec;
+		return num_float(r->write_bytes_per_sec);
 	case COL_READ_AWAIT:
-		return r->read_await_sec;
+		return num_float(r->read_await_sec);
 	case COL_WRITE_AWAIT:
-		return r->write_await_sec;
+		return num_float(r->write_await_sec);
 	case COL_QUEUE_DEPTH:
-		return r->queue_depth;
+		return num_float(r->queue_depth);
 	case COL_UTILIZATION:
-		return r->utilization;
+		return num_float(r->utilization);
 	default:
-		return r->member_utilization;
+		return num_float(r->member_utilization);
 	}
 }
 
@@ -461,7 +474,7 @@ static json_t *device_series(const struct history_point *pts, size_t n)
 		json_t *a = json_array();
 
 		for (size_t i = 0; a && i < n; i++) {
-			if (json_array_append_new(a, num(column_value(&pts[i], col))) < 0) {
+			if (json_array_append_new(a, column_value(&pts[i], col)) < 0) {
 				json_decref(a);
 				a = NULL;
 			}
@@ -503,9 +516,9 @@ static json_t *probe_series(const struct history_probe_point *pts, size_t n)
 
 	for (size_t i = 0; t && p50 && p99 && iops && i < n; i++) {
 		if (json_array_append_new(t, seconds(pts[i].realtime_usec)) < 0 ||
-		    json_array_append_new(p50, num(pts[i].p50_sec)) < 0 ||
-		    json_array_append_new(p99, num(pts[i].p99_sec)) < 0 ||
-		    json_array_append_new(iops, num(pts[i].iops)) < 0) {
+		    json_array_append_new(p50, num_float(pts[i].p50_sec)) < 0 ||
+		    json_array_append_new(p99, num_float(pts[i].p99_sec)) < 0 ||
+		    json_array_append_new(iops, num_float(pts[i].iops)) < 0) {
 			break;
 		}
 	}
