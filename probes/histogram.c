@@ -159,13 +159,11 @@ uint64_t histogram_count_le(const struct histogram *h, uint64_t le_ns)
 	size_t last = bucket_index(le_ns);
 	uint64_t n = 0;
 
-	/* every bucket below le's own lies wholly below le; le's bucket counts
-	 * when its midpoint (the value percentiles report for it) is <= le */
-	for (size_t i = 0; i < last; i++) {
+	/* le is inclusive: le's own bucket counts whole, so no value <= le is
+	 * ever missed, and values above le are counted only when they share its
+	 * bucket (less than 1/64 above it) */
+	for (size_t i = 0; i <= last; i++) {
 		n += h->buckets[i];
-	}
-	if (bucket_mid(last) <= le_ns) {
-		n += h->buckets[last];
 	}
 	return n;
 }

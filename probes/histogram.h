@@ -33,8 +33,9 @@ double histogram_mean(const struct histogram *h);
 /* Standard deviation (ns), from the bucket midpoints and the exact mean:
  * within the histogram's resolution. 0 when fewer than two values. */
 double histogram_stddev(const struct histogram *h);
-/* Number of recorded values <= le_ns (for cumulative Prometheus buckets;
- * exact at bucket edges, within the histogram's resolution otherwise). */
+/* Number of recorded values <= le_ns, for cumulative Prometheus buckets:
+ * every value <= le_ns counts; a value above it counts only when it falls
+ * in the same bucket (less than 1/64 above le_ns). */
 uint64_t histogram_count_le(const struct histogram *h, uint64_t le_ns);
 
 /* The Prometheus bucket bounds iopsd exports, in seconds, ascending, fine

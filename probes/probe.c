@@ -403,6 +403,9 @@ static int job_setup(struct job *j)
 	struct run *r = j->run;
 	int e;
 
+	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+		histogram_init(&j->op[op].lat);
+	}
 	j->depth = r->iodepth;
 	e = posix_memalign(&j->bufs, BUF_ALIGN, (size_t)j->depth * r->bs);
 	if (e != 0) {

@@ -376,6 +376,16 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 	char e[96];
 	int r;
 
+	/* look before opening: opening some character devices has effects */
+	if (stat(path, &st) < 0) {
+		r = -errno;
+		set_msg(msg, msg_len, "cannot open %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+		return r;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file", path);
+		return -EINVAL;
+	}
 	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		r = -errno;

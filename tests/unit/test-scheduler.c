@@ -1,0 +1,297 @@
+/* The scheduler with real probes on a scratch directory (O_DIRECT needed;
+ * skips without it): runs on one disk never overlap unless allowed, stop
+ * is immediate even mid-run, the gate holds runs back, failures are
+ * reported. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "registry.h"
+#include "scheduler.h"
+
+#define MAX_RUNS 64
+
+struct run_span {
+	uint64_t start_usec, end_usec;
+	bool success;
+	char message[256];
+};
+
+struct harness {
+	struct config *cfg;
+	struct registry *registry;
+	struct scheduler *sched;
+	int wake_fd;
+	uint64_t seen_runs[2];
+	struct run_span runs[2][MAX_RUNS];
+	size_t n_runs[2];
+};
+
+static char scratch[64];
+
+static int setup(void **state)
+{
+	snprintf(scratch, sizeof(scratch), "./scheduler-test-XXXXXX");
+	return mkdtemp(scratch) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static uint64_t mono_msec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void harness_start(struct harness *h, const char *text)
+{
+	struct config_errors errs = {0};
+	char abs[PATH_MAX];
+
+	memset(h, 0, sizeof(*h));
+	assert_non_null(realpath(scratch, abs));
+	{
+		/* every probe of the text targets the scratch directory */
+		char *conf = NULL;
+
+		assert_true(asprintf(&conf, "[global]\ndirectory=%s\nsize=1m\n%s", abs, text) > 0);
+		if (config_load_string("sched.conf", conf, &errs, &h->cfg) < 0) {
+			fail_msg("%s", errs.n ? errs.items[0].message : "config");
+		}
+		free(conf);
+	}
+	assert_int_equal(registry_new(&h->registry), 0);
+	assert_int_equal(registry_set_probes(h->registry, h->cfg), 0);
+	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(h->wake_fd >= 0);
+	assert_int_equal(scheduler_new(h->registry, h->wake_fd, "/sys", &h->sched), 0);
+}
+
+/* Collect every run reported during `msec`, as the main loop would. */
+static void harness_collect(struct harness *h, uint64_t msec)
+{
+	uint64_t end = mono_msec() + msec;
+
+	for (uint64_t now = mono_msec(); now < end; now = mono_msec()) {
+		struct pollfd p = {.fd = h->wake_fd, .events = POLLIN};
+		struct snapshot *s;
+		uint64_t n;
+
+		if (poll(&p, 1, (int)(end - now)) <= 0) {
+			continue;
+		}
+		assert_int_equal(read(h->wake_fd, &n, sizeof(n)), sizeof(n));
+		assert_int_equal(registry_publish(h->registry), 0);
+		s = registry_acquire(h->registry);
+		for (size_t i = 0; i < s->n_probes && i < 2; i++) {
+			const struct probe_state *ps = &s->probes[i];
+
+			if (ps->runs_total > h->seen_runs[i] && h->n_runs[i] < MAX_RUNS) {
+				struct run_span *r = &h->runs[i][h->n_runs[i]++];
+
+				r->start_usec = ps->last.start_realtime_usec;
+				r->end_usec = r->start_usec + ps->last.runtime_usec;
+				r->success = ps->last.success;
+				snprintf(r->message, sizeof(r->message), "%s", ps->last.message);
+				h->seen_runs[i] = ps->runs_total;
+			}
+		}
+		snapshot_unref(s);
+	}
+}
+
+static void harness_stop(struct harness *h)
+{
+	scheduler_free(h->sched);
+	close(h->wake_fd);
+	registry_free(h->registry);
+	config_free(h->cfg);
+}
+
+static void skip_without_direct_io(struct harness *h)
+{
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t k = 0; k < h->n_runs[i]; k++) {
+			if (strstr(h->runs[i][k].message, "O_DIRECT not supported")) {
+				harness_stop(h);
+				skip();
+			}
+		}
+	}
+}
+
+static unsigned count_overlaps(const struct harness *h)
+{
+	unsigned n = 0;
+
+	for (size_t a = 0; a < h->n_runs[0]; a++) {
+		for (size_t b = 0; b < h->n_runs[1]; b++) {
+			const struct run_span *x = &h->runs[0][a], *y = &h->runs[1][b];
+
+			if (x->start_usec < y->end_usec && y->start_usec < x->end_usec) {
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+static const char two_probes[] = "runtime=150ms\n"
+				 "interval=200ms\n"
+				 "rate_iops=100\n"
+				 "%s"
+				 "[a]\nrw=randread\n"
+				 "[b]\nrw=randread\n";
+
+static void run_two_probes(struct harness *h, const char *extra)
+{
+	char *text = NULL;
+
+	assert_true(asprintf(&text, two_probes, extra) > 0);
+	harness_start(h, text);
+	free(text);
+	assert_int_equal(scheduler_start(h->sched, h->cfg), 0);
+	harness_collect(h, 1500);
+	scheduler_stop(h->sched);
+	skip_without_direct_io(h);
+}
+
+static void test_runs_on_the_same_disk_never_overlap(void **state)
+{
+	struct harness h;
+
+	run_two_probes(&h, "");
+	assert_true(h.n_runs[0] >= 2);
+	assert_true(h.n_runs[1] >= 2);
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t k = 0; k < h.n_runs[i]; k++) {
+			assert_true(h.runs[i][k].success);
+		}
+	}
+	assert_int_equal(count_overlaps(&h), 0);
+	harness_stop(&h);
+}
+
+static void test_allow_overlap_runs_side_by_side(void **state)
+{
+	struct harness h;
+
+	run_two_probes(&h, "allow_overlap=1\n");
+	assert_true(h.n_runs[0] >= 4);
+	assert_true(h.n_runs[1] >= 4);
+	assert_true(count_overlaps(&h) > 0);
+	harness_stop(&h);
+}
+
+static void test_stop_is_immediate_during_a_run(void **state)
+{
+	struct harness h;
+	struct snapshot *s;
+	struct timespec ts = {.tv_nsec = 400000000};
+	uint64_t t0, took;
+
+	harness_start(&h, "runtime=5s\ninterval=10s\nrate_iops=50\n[long]\nrw=randread\n");
+	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	nanosleep(&ts, NULL);
+	t0 = mono_msec();
+	scheduler_stop(h.sched);
+	took = mono_msec() - t0;
+	assert_true(took < 150);
+	/* the cancelled run is not reported as a result */
+	assert_int_equal(registry_publish(h.registry), 0);
+	s = registry_acquire(h.registry);
+	assert_int_equal(s->probes[0].runs_total, 0);
+	snapshot_unref(s);
+	/* and it can start again (a reload) */
+	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	harness_stop(&h);
+}
+
+struct gate_state {
+	unsigned calls;
+	unsigned hold; /* calls that answer "not now" */
+};
+
+static uint64_t gate(void *userdata, size_t index, const struct probe_config *pc)
+{
+	struct gate_state *g = userdata;
+	unsigned n = __atomic_add_fetch(&g->calls, 1, __ATOMIC_RELAXED);
+
+	return n <= g->hold ? 30000 : 0;
+}
+
+static void test_gate_holds_runs_until_it_opens(void **state)
+{
+	struct harness h;
+	struct gate_state g = {.hold = 3};
+
+	harness_start(&h, "runtime=100ms\ninterval=1s\n[gated]\nrw=randread\n");
+	scheduler_set_gate(h.sched, gate, &g);
+	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	harness_collect(&h, 600);
+	scheduler_stop(h.sched);
+	skip_without_direct_io(&h);
+	assert_int_equal(g.calls, 4);
+	assert_int_equal(h.n_runs[0], 1);
+	harness_stop(&h);
+
+	/* a gate that never opens skips every slot */
+	g = (struct gate_state){.hold = 1000000};
+	harness_start(&h, "runtime=100ms\ninterval=200ms\n[gated]\nrw=randread\n");
+	scheduler_set_gate(h.sched, gate, &g);
+	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	harness_collect(&h, 700);
+	scheduler_stop(h.sched);
+	assert_true(g.calls > 10);
+	assert_int_equal(h.n_runs[0], 0);
+	harness_stop(&h);
+}
+
+static void test_failing_probe_is_reported_and_keeps_its_schedule(void **state)
+{
+	struct harness h;
+
+	harness_start(&h, "runtime=100ms\ninterval=200ms\n[gone]\nrw=randread\ndirectory=/nonexistent-iopsd-sched\n");
+	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	harness_collect(&h, 700);
+	scheduler_stop(h.sched);
+	assert_true(h.n_runs[0] >= 3);
+	assert_false(h.runs[0][0].success);
+	assert_non_null(strstr(h.runs[0][0].message, "cannot open directory /nonexistent-iopsd-sched"));
+	harness_stop(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runs_on_the_same_disk_never_overlap),
+		cmocka_unit_test(test_allow_overlap_runs_side_by_side),
+		cmocka_unit_test(test_stop_is_immediate_during_a_run),
+		cmocka_unit_test(test_gate_holds_runs_until_it_opens),
+		cmocka_unit_test(test_failing_probe_is_reported_and_keeps_its_schedule),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
