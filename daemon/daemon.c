@@ -16,6 +16,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "ceiling_gate.h"
 #include "device.h"
 #include "history.h"
 #include "http.h"
@@ -127,6 +128,8 @@ static void daemon_sample(struct daemon *d)
 	struct sampler_snapshot *snap = NULL;
 	int r;
 
+	/* probe runs since the last sample: iopsd's own I/O, ceiling measurements */
+	ceiling_gate_collect(d->ceiling_gate, d->sampler, d->registry);
 	r = sampler_sample(d->sampler, &snap);
 	if (r < 0) {
 		d->sample_failures_total++;
@@ -136,6 +139,7 @@ static void daemon_sample(struct daemon *d)
 		return;
 	}
 	registry_set_samples(d->registry, snap);
+	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
 	registry_resolve_probe_devices(d->registry, d->sampler);
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
@@ -233,6 +237,12 @@ static int daemon_apply_config(struct daemon *d, struct config *cfg)
 			return 0;
 		}
 		registry_publish(d->registry);
+	}
+	if (d->ceiling_gate) {
+		r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+		if (r < 0) {
+			log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
+		}
 	}
 	if (d->scheduler) {
 		r = scheduler_start(d->scheduler, d->cfg);
@@ -390,8 +400,16 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		return log_error_errno(r, "Failed to schedule device sampling: %m");
 	}
 	/* probe threads report through the registry and the wake eventfd */
-	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	r = ceiling_gate_new(&d->ceiling_gate);
 	if (r >= 0) {
+		r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+	}
+	if (r >= 0) {
+		r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	}
+	if (r >= 0) {
+		/* ceiling probes wait for a quiet device */
+		scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
 		r = scheduler_start(d->scheduler, d->cfg);
 	}
 	if (r < 0) {
@@ -421,6 +439,7 @@ struct daemon *daemon_free(struct daemon *d)
 	/* first: stops the server thread, so nothing below is read by a request */
 	http_server_free(d->http);
 	scheduler_free(d->scheduler);
+	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);
 	sampler_free(d->sampler);

@@ -31,6 +31,7 @@ struct daemon {
 	int wake_fd;                    /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
 	struct scheduler *scheduler;
+	struct ceiling_gate *ceiling_gate; /* when ceiling probes may run; fed by the sampler */
 	struct http_server *http;
 };
 

@@ -1,0 +1,222 @@
+/* The ceiling probe's gate: quietness computed on the main loop, read by
+ * probe threads under a mutex; probe results fed back into the ceiling
+ * detector. See ceiling_gate.h. */
+#include "ceiling_gate.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ceiling.h"
+#include "log.h"
+#include "macro.h"
+
+struct gate_probe {
+	char *name;
+	const struct probe_config *pc;
+	bool is_ceiling;
+	char device[DISKSTATS_NAME_MAX];  /* "" until resolved */
+	bool is_quiet;                    /* under the lock */
+	bool has_run;                     /* under the lock */
+	uint64_t last_start_usec;         /* under the lock, CLOCK_MONOTONIC */
+	uint64_t seen_done_usec;          /* main loop: last run already collected */
+};
+
+struct ceiling_gate {
+	pthread_mutex_t lock;
+	ceiling_gate_clock_fn clock;
+	void *clock_userdata;
+	struct gate_probe *probes;
+	size_t n_probes;
+};
+
+static uint64_t now_usec(void *userdata)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int ceiling_gate_new(struct ceiling_gate **ret)
+{
+	struct ceiling_gate *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&g->lock, NULL);
+	g->clock = now_usec;
+	*ret = g;
+	return 0;
+}
+
+static void free_probes(struct gate_probe *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(p[i].name);
+	}
+	free(p);
+}
+
+void ceiling_gate_set_clock(struct ceiling_gate *g, ceiling_gate_clock_fn fn, void *userdata)
+{
+	g->clock = fn ? fn : now_usec;
+	g->clock_userdata = userdata;
+}
+
+struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g)
+{
+	if (!g) {
+		return NULL;
+	}
+	free_probes(g->probes, g->n_probes);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+	return NULL;
+}
+
+int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg)
+{
+	struct gate_probe *probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
+
+	if (!probes) {
+		goto fail;
+	}
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		struct gate_probe *p = &probes[i];
+
+		p->pc = &cfg->probes[i];
+		p->is_ceiling = p->pc->ceiling;
+		p->name = strdup(p->pc->name);
+		if (!p->name) {
+			free_probes(probes, cfg->n_probes);
+			goto fail;
+		}
+		/* a reload must not reset the budget of a ceiling probe */
+		for (size_t j = 0; j < g->n_probes; j++) {
+			if (strcmp(g->probes[j].name, p->name) == 0) {
+				p->has_run = g->probes[j].has_run;
+				p->last_start_usec = g->probes[j].last_start_usec;
+				p->seen_done_usec = g->probes[j].seen_done_usec;
+			}
+		}
+	}
+	pthread_mutex_lock(&g->lock);
+	free_probes(g->probes, g->n_probes);
+	g->probes = probes;
+	g->n_probes = cfg->n_probes;
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+
+fail:
+	/* the old table points into the old config: drop it, no ceiling
+	 * probe runs until the next successful call */
+	pthread_mutex_lock(&g->lock);
+	free_probes(g->probes, g->n_probes);
+	g->probes = NULL;
+	g->n_probes = 0;
+	pthread_mutex_unlock(&g->lock);
+	return -ENOMEM;
+}
+
+/* The device a probe's target lives on, resolved against the sampler's
+ * current topology (which may not know it yet). */
+static struct ceiling_state *state_of(struct gate_probe *p, struct sampler *sampler)
+{
+	const char *target = p->pc->directory ? p->pc->directory : p->pc->filename;
+
+	if (p->device[0] == '\0' && (!target || sampler_device_for_target(sampler, target, p->device) < 0)) {
+		p->device[0] = '\0';
+		return NULL;
+	}
+	return ceiling_set_find(sampler_ceilings(sampler), p->device);
+}
+
+void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry)
+{
+	struct snapshot *snap;
+
+	if (!g) {
+		return;
+	}
+	snap = registry_acquire(registry);
+	if (!snap) {
+		return;
+	}
+	/* only the main loop changes g->probes, and it is running this */
+	for (size_t i = 0; i < g->n_probes && i < snap->n_probes; i++) {
+		struct gate_probe *p = &g->probes[i];
+		const struct probe_state *ps = &snap->probes[i];
+		const struct probe_result *res = &ps->last;
+		struct ceiling_state *st;
+
+		if (!ps->has_last || ps->last_done_monotonic_usec == p->seen_done_usec ||
+		    strcmp(ps->name, p->name) != 0) {
+			continue;
+		}
+		p->seen_done_usec = ps->last_done_monotonic_usec;
+		st = state_of(p, sampler);
+		if (!st) {
+			continue;
+		}
+		ceiling_state_note_own_ops(st, (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops));
+		if (p->is_ceiling && res->success) {
+			double iops = res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops;
+			double bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;
+
+			ceiling_state_measured(st, iops, bw);
+			log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->name, iops,
+				 bw / (1024.0 * 1024.0), p->device);
+		}
+	}
+	snapshot_unref(snap);
+}
+
+void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
+{
+	for (size_t i = 0; g && i < g->n_probes; i++) {
+		struct gate_probe *p = &g->probes[i];
+		struct ceiling_state *st;
+		bool is_quiet;
+
+		if (!p->is_ceiling) {
+			continue;
+		}
+		st = state_of(p, sampler);
+		is_quiet = st && ceiling_state_is_quiet(st, CEILING_GATE_QUIET_SEC, CEILING_GATE_QUIET_IOPS);
+		pthread_mutex_lock(&g->lock);
+		p->is_quiet = is_quiet;
+		pthread_mutex_unlock(&g->lock);
+	}
+}
+
+uint64_t ceiling_gate_check(void *userdata, size_t index, const struct probe_config *pc)
+{
+	struct ceiling_gate *g = userdata;
+	uint64_t now = g->clock(g->clock_userdata), delay;
+	struct gate_probe *p;
+
+	if (!pc->ceiling) {
+		return 0;
+	}
+	pthread_mutex_lock(&g->lock);
+	p = index < g->n_probes ? &g->probes[index] : NULL;
+	if (!p) {
+		delay = CEILING_GATE_RETRY_USEC;
+	} else if (p->has_run && now < p->last_start_usec + CEILING_GATE_MIN_SPACING_USEC) {
+		delay = p->last_start_usec + CEILING_GATE_MIN_SPACING_USEC - now;
+	} else if (!p->is_quiet) {
+		delay = CEILING_GATE_RETRY_USEC;
+	} else {
+		p->has_run = true;
+		p->last_start_usec = now;
+		p->is_quiet = false;
+		delay = 0;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return delay;
+}
