@@ -105,9 +105,13 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 		int r = -errno;
 
 		if (r == -ELOOP || r == -ENOTDIR) {
+			/* O_DIRECTORY wins over O_NOFOLLOW for a link to a directory */
+			bool is_link = fstatat(dfd, PROBEFILE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				       S_ISLNK(st.st_mode);
+
 			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is %s: refusing to use it", directory,
-				r == -ELOOP ? "a symlink" : "not a directory");
-			return -ELOOP;
+				is_link ? "a symlink" : "not a directory");
+			return is_link ? -ELOOP : -ENOTDIR;
 		}
 		set_msg(msg, msg_len, "cannot open %s/" PROBEFILE_DIR ": %s", directory,
 			probefile_strerror(r, e, sizeof(e)));
@@ -188,7 +192,8 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 	int r;
 
 	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
-	if (fstatvfs(idfd, &sv) == 0) {
+	/* (f_blocks 0: a filesystem that does not account space, like ramfs) */
+	if (fstatvfs(idfd, &sv) == 0 && sv.f_blocks > 0) {
 		avail = (uint64_t)sv.f_bavail * sv.f_frsize + reclaim;
 		/* keep 1% + 1 MiB spare for the filesystem's own metadata */
 		if (avail < size + size / 100 + (1ULL << 20)) {

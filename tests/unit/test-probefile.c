@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,11 +200,18 @@ static void test_symlinked_state_directory_is_refused(void **state)
 	DIR *d;
 	struct dirent *de;
 	unsigned n = 0;
+	char target[PATH_MAX];
 
+	/* a link to an existing directory, and a dangling one */
+	assert_non_null(realpath(elsewhere, target));
 	assert_true(asprintf(&link, "%s/.iopsd", dir) > 0);
-	assert_int_equal(symlink(elsewhere, link), 0);
+	assert_int_equal(symlink(target, link), 0);
 	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
-	assert_non_null(strstr(msg, "symlink"));
+	assert_non_null(strstr(msg, ".iopsd is a symlink: refusing to use it"));
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("/nonexistent-iopsd-target", link), 0);
+	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
+	assert_non_null(strstr(msg, ".iopsd is a symlink: refusing to use it"));
 	/* nothing was created where the link points */
 	d = opendir(elsewhere);
 	assert_non_null(d);
