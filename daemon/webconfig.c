@@ -319,10 +319,13 @@ static int on_http_key(struct parser *p, const char *key, const yaml_node_t *k, 
 	return fail(p, k, "unknown key '%s' in http_server_config (known: headers, http2)", key);
 }
 
+/* A bcrypt hash that libxcrypt can check ($2a$, $2b$, $2y$). This also
+ * keeps libcrypt linked in sanitizer builds, where libasan's crypt_r
+ * interceptor would otherwise satisfy the linker on its own. */
 static bool is_bcrypt_hash(const char *h)
 {
 	return strlen(h) == BCRYPT_HASH_LEN && h[0] == '$' && h[1] == '2' &&
-	       (h[2] == 'a' || h[2] == 'b' || h[2] == 'y') && h[3] == '$';
+	       (h[2] == 'a' || h[2] == 'b' || h[2] == 'y') && h[3] == '$' && crypt_checksalt(h) == CRYPT_SALT_OK;
 }
 
 static int on_user(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
