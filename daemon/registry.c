@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "gzip.h"
+#include "history.h"
 #include "log.h"
 #include "macro.h"
 #include "process_stats.h"
@@ -195,6 +196,42 @@ static void op_result_accumulate(struct probe_op_result *total, const struct pro
 	total->bw_bytes = run->bw_bytes;
 }
 
+void registry_set_history(struct registry *r, struct history *h)
+{
+	/* probe threads read it in registry_probe_done() */
+	__atomic_store_n(&r->history, h, __ATOMIC_RELEASE);
+}
+
+/* One point of the probe's latency history: p50/p99 over its read and
+ * write completions, their IOPS summed. */
+static void record_probe_history(struct registry *r, const char *name, const struct probe_result *res)
+{
+	struct history *h = __atomic_load_n(&r->history, __ATOMIC_ACQUIRE);
+	struct histogram *all;
+	int k;
+
+	if (!h) {
+		return;
+	}
+	all = malloc(sizeof(*all));
+	if (!all) {
+		return;
+	}
+	histogram_init(all);
+	histogram_merge(all, &res->op[PROBE_OP_READ].lat);
+	histogram_merge(all, &res->op[PROBE_OP_WRITE].lat);
+	if (all->count > 0) {
+		k = history_probe_append(h, name, res->start_realtime_usec,
+					 (double)histogram_percentile(all, 50) / (double)NSEC_PER_SEC,
+					 (double)histogram_percentile(all, 99) / (double)NSEC_PER_SEC,
+					 res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops);
+		if (k < 0) {
+			log_debug_errno(k, "Failed to record the history of probe %s: %m", name);
+		}
+	}
+	free(all);
+}
+
 void registry_probe_done(struct registry *r, size_t index, const struct probe_result *res)
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
@@ -214,13 +251,9 @@ void registry_probe_done(struct registry *r, size_t index, const struct probe_re
 		p->has_last = true;
 		p->last_run_realtime_usec = res->start_realtime_usec;
 		p->last_done_monotonic_usec = now;
+		record_probe_history(r, p->name, res);
 	}
 	pthread_mutex_unlock(&r->lock);
-}
-
-void registry_set_history(struct registry *r, struct history *h)
-{
-	r->history = h;
 }
 
 void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)

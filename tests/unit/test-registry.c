@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "history.h"
 #include "process_stats.h"
 #include "registry.h"
 #include "snapshot-fixture.h"
@@ -130,6 +131,52 @@ static void test_publish_prerenders_both_formats_and_their_gzip(void **state)
 	config_free(cfg);
 }
 
+static void test_completed_runs_land_in_the_probe_history(void **state)
+{
+	static const char conf[] = "[global]\nhistory=10m\n"
+				   "[mix]\nrw=randrw\nbs=4k\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct registry *r = NULL;
+	struct history *h = NULL;
+	struct history_probe_point *pts = NULL;
+	struct probe_result *res = calloc(1, sizeof(*res));
+	size_t n = 0;
+
+	assert_non_null(res);
+	assert_int_equal(config_load_string("h.conf", conf, &errs, &cfg), 0);
+	assert_int_equal(history_new(cfg, &h), 0);
+	assert_int_equal(registry_new(&r), 0);
+	assert_int_equal(registry_set_probes(r, cfg), 0);
+	registry_set_history(r, h);
+	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+		histogram_init(&res->op[op].lat);
+	}
+	/* reads at 100 us, writes at 1 ms: the point's p50 and p99 span both */
+	for (int i = 0; i < 60; i++) {
+		histogram_record(&res->op[PROBE_OP_READ].lat, 100000);
+	}
+	for (int i = 0; i < 40; i++) {
+		histogram_record(&res->op[PROBE_OP_WRITE].lat, 1000000);
+	}
+	res->op[PROBE_OP_READ].iops = 60;
+	res->op[PROBE_OP_WRITE].iops = 40;
+	res->success = true;
+	res->start_realtime_usec = 1700000000000000ULL;
+	registry_probe_done(r, 0, res);
+	assert_int_equal(history_probe_query(h, "mix", 0, &pts, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pts[0].realtime_usec, 1700000000000000ULL);
+	assert_true(pts[0].p50_sec > 0.000099 && pts[0].p50_sec < 0.000101);
+	assert_true(pts[0].p99_sec > 0.00099 && pts[0].p99_sec < 0.00101);
+	assert_true(pts[0].iops == 100);
+	free(pts);
+	free(res);
+	registry_free(r);
+	history_free(h);
+	config_free(cfg);
+}
+
 static void test_process_stat_parses_odd_command_names(void **state)
 {
 	static const char stat[] =
@@ -165,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
 		cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
 		cmocka_unit_test(test_publish_prerenders_both_formats_and_their_gzip),
+		cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
 		cmocka_unit_test(test_process_stat_parses_odd_command_names),
 		cmocka_unit_test(test_btime_is_found_in_proc_stat),
 	};
