@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gzip.h"
 #include "history.h"
@@ -360,6 +361,11 @@ int registry_publish(struct registry *r)
 	s->samples = sampler_snapshot_ref(r->samples);
 	s->history = r->history;
 	s->last_render_seconds = r->last_render_seconds;
+	/* read each time: the host may be renamed while we run */
+	if (gethostname(s->hostname, sizeof(s->hostname)) < 0) {
+		s->hostname[0] = '\0';
+	}
+	s->hostname[sizeof(s->hostname) - 1] = '\0';
 
 	pthread_mutex_lock(&r->lock);
 	s->sample_interval_usec = r->sample_interval_usec;

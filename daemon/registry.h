@@ -4,6 +4,7 @@
  * snapshot and never waits for a probe or does I/O. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,6 +69,7 @@ struct snapshot {
 	uint64_t start_monotonic_usec;
 	uint64_t sample_interval_usec;
 	uint64_t history_usec;        /* configured history length */
+	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
 	uint64_t stale_after_usec;    /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
 	struct probe_state *probes;   /* copies, owned */

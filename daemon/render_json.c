@@ -137,8 +137,9 @@ json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char
 {
 	const struct sampler_snapshot *ss = s->samples;
 
-	return json_pack("{s:s,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
+	return json_pack("{s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
 			 "version", IOPSD_VERSION,
+			 "hostname", str(s->hostname),
 			 "healthy", is_healthy,
 			 "health_reason", health_reason ? health_reason : "",
 			 "time", seconds(s->realtime_usec),
@@ -419,6 +420,9 @@ enum {
 	COL_QUEUE_DEPTH,
 	COL_UTILIZATION,
 	COL_MEMBER_UTILIZATION,
+	COL_AT_LIMIT,
+	COL_THROTTLED,
+	COL_SATURATED,
 	_COL_MAX,
 };
 
@@ -434,6 +438,9 @@ static const char *const column_names[_COL_MAX] = {
 	[COL_QUEUE_DEPTH] = "queue_depth",
 	[COL_UTILIZATION] = "utilization",
 	[COL_MEMBER_UTILIZATION] = "member_utilization",
+	[COL_AT_LIMIT] = "at_limit",
+	[COL_THROTTLED] = "throttled",
+	[COL_SATURATED] = "saturated",
 };
 
 static json_t *column_value(const struct history_point *p, int col)
@@ -461,6 +468,12 @@ static json_t *column_value(const struct history_point *p, int col)
 		return num_float(r->queue_depth);
 	case COL_UTILIZATION:
 		return num_float(r->utilization);
+	case COL_AT_LIMIT:
+		return num_float(r->at_limit);
+	case COL_THROTTLED:
+		return num_float(r->throttled);
+	case COL_SATURATED:
+		return num_float(r->saturated);
 	default:
 		return num_float(r->member_utilization);
 	}

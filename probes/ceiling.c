@@ -228,12 +228,14 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		ret->iops_limit_ratio = iops / (double)ret->iops_limit;
 		if (ret->iops_limit_ratio >= threshold) {
 			st->at_ceiling_iops_sec += r->interval_sec;
+			ret->is_at_limit = true;
 		}
 	}
 	if (ret->throughput_limit > 0) {
 		ret->throughput_limit_ratio = bytes / (double)ret->throughput_limit;
 		if (ret->throughput_limit_ratio >= threshold) {
 			st->at_ceiling_throughput_sec += r->interval_sec;
+			ret->is_at_limit = true;
 		}
 	}
 

@@ -55,6 +55,8 @@ struct device_ceiling {
 	double throughput_limit_ratio;
 	double at_ceiling_iops_seconds; /* counter */
 	double at_ceiling_throughput_seconds;
+	bool is_at_limit;               /* this interval: IOPS or throughput at ceiling_threshold
+					 * of its declared limit or above */
 	bool has_burst_model;
 	double burst_balance_ratio;     /* 0..1 */
 	bool is_throttled;

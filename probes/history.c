@@ -202,6 +202,9 @@ static void rates_to_history(const struct device_state *d, struct history_rates 
 	r->write_await_sec = (float)x->write_await_sec;
 	r->queue_depth = (float)x->queue_depth;
 	r->utilization = (float)x->utilization;
+	r->at_limit = d->ceiling.is_at_limit ? 1.0f : 0.0f;
+	r->throttled = d->ceiling.is_throttled ? 1.0f : 0.0f;
+	r->saturated = d->ceiling.is_saturated ? 1.0f : 0.0f;
 	r->member_utilization = d->has_member_rates && d->member_rates.valid
 					? (float)d->member_rates.utilization
 					: NAN;

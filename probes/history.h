@@ -21,6 +21,11 @@ struct history_rates {
 	float read_await_sec, write_await_sec;                  /* r_await w_await /1000 */
 	float queue_depth;                                      /* aqu-sz */
 	float utilization;                                      /* %util/100, 0..1 */
+	/* ceiling states of the sample, 1 or 0 (an averaged point: the share of
+	 * its samples), for the live page's shading */
+	float at_limit;                                         /* device_ceiling.is_at_limit */
+	float throttled;                                        /* .is_throttled */
+	float saturated;                                        /* .is_saturated */
 	float member_utilization; /* md/dm: busiest member's (fio aggrutil); NAN otherwise */
 };
 

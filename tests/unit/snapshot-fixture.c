@@ -91,7 +91,7 @@ static struct sampler_snapshot *fixture_samples(void)
 	d->ceiling = (struct device_ceiling){
 		.iops_limit = 3000, .throughput_limit = 131072000,
 		.iops_limit_ratio = 1.0, .throughput_limit_ratio = 0.0977,
-		.at_ceiling_iops_seconds = 842, .at_ceiling_throughput_seconds = 0,
+		.at_ceiling_iops_seconds = 842, .at_ceiling_throughput_seconds = 0, .is_at_limit = true,
 		.has_burst_model = true, .burst_balance_ratio = 0.25,
 		.is_throttled = true, .is_saturated = false,
 		.iops_ceiling_estimate = 3000, .throughput_ceiling_estimate = 0,
@@ -204,6 +204,7 @@ struct snapshot *fixture_snapshot_new(bool with_devices)
 	s->sample_interval_usec = USEC_PER_SEC;
 	s->history_usec = 3600 * USEC_PER_SEC;
 	s->stale_after_usec = 5 * USEC_PER_SEC;
+	snprintf(s->hostname, sizeof(s->hostname), "db-7");
 	s->samples = with_devices ? fixture_samples() : NULL;
 	probes(s, with_devices);
 	s->process = (struct process_stats){

@@ -445,6 +445,38 @@ static void test_at_the_limit_counts_seconds_of_interval(void **state)
 	assert_true(isnan(r.out.iops_limit_ratio));
 }
 
+static void test_at_limit_flags_each_interval_at_the_threshold_of_either_limit(void **state)
+{
+	struct device_config dc = {
+		.name = "x",
+		.iops_limit = 1000,
+		.throughput_limit = 8 << 20,
+		.ceiling_threshold = 0.95,
+	};
+	struct run r;
+	struct device_rates x;
+
+	run_init(&r);
+	feed_dc(&r, &dc, rates(949, 4096, 8, 1.0));
+	assert_false(r.out.is_at_limit);
+	feed_dc(&r, &dc, rates(950, 4096, 8, 1.0));
+	assert_true(r.out.is_at_limit);
+	/* not sticky: it describes this interval only */
+	feed_dc(&r, &dc, rates(100, 4096, 1, 0.2));
+	assert_false(r.out.is_at_limit);
+	/* 200 IOPS of 40 KiB: the throughput limit */
+	feed_dc(&r, &dc, rates(200, 40960, 4, 1.0));
+	assert_true(r.out.is_at_limit);
+	/* no limit declared: never */
+	feed(&r, rates(5000, 4096, 32, 1.0));
+	assert_false(r.out.is_at_limit);
+	/* a gap: not at the limit */
+	x = rates(1000, 4096, 8, 1.0);
+	x.valid = false;
+	feed_dc(&r, &dc, x);
+	assert_false(r.out.is_at_limit);
+}
+
 static void test_burst_bucket_drains_and_refills(void **state)
 {
 	/* gp2-like, scaled down: 100 IOPS baseline, 3000 burst, 29000 credits:
@@ -632,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_throughput_plateau_of_large_requests),
 		cmocka_unit_test(test_declared_limits_ratio_and_seconds_at_the_limit),
 		cmocka_unit_test(test_at_the_limit_counts_seconds_of_interval),
+		cmocka_unit_test(test_at_limit_flags_each_interval_at_the_threshold_of_either_limit),
 		cmocka_unit_test(test_burst_bucket_drains_and_refills),
 		cmocka_unit_test(test_declared_iops_limit_wins_over_the_burst_rate),
 		cmocka_unit_test(test_quiet_subtracts_iopsd_own_probes),

@@ -207,6 +207,44 @@ static void test_step_averages_points_into_buckets(void **state)
 	history_free(h);
 }
 
+static void test_ceiling_states_are_kept_as_shares_of_each_step(void **state)
+{
+	_cleanup_config_ struct config *cfg = make_config("[global]\nhistory=1m\n");
+	static const char *const names[] = {"sda"};
+	struct history *h = NULL;
+	struct history_point *p = NULL;
+	size_t n;
+
+	assert_int_equal(history_new(cfg, &h), 0);
+	for (unsigned i = 0; i < 10; i++) {
+		struct sampler_snapshot *s = snapshot(T0 + i * USEC_PER_SEC, names, 1, 100, true);
+
+		/* at the limit for 3 s of 10, throttled for 6, saturated in the last */
+		s->devices[0].ceiling.is_at_limit = i >= 2 && i < 5;
+		s->devices[0].ceiling.is_throttled = i >= 4;
+		s->devices[0].ceiling.is_saturated = i == 9;
+		assert_int_equal(history_append(h, s), 0);
+		sampler_snapshot_unref(s);
+	}
+	assert_int_equal(history_query(h, "sda", 0, 0, &p, &n), 0);
+	assert_int_equal(n, 10);
+	assert_float_equal(p[1].rates.at_limit, 0, EPS);
+	assert_float_equal(p[2].rates.at_limit, 1, EPS);
+	assert_float_equal(p[4].rates.throttled, 1, EPS);
+	assert_float_equal(p[8].rates.saturated, 0, EPS);
+	assert_float_equal(p[9].rates.saturated, 1, EPS);
+	free(p);
+	assert_int_equal(history_query(h, "sda", 0, 10 * USEC_PER_SEC, &p, &n), 0);
+	assert_int_equal(n, 1);
+	assert_float_equal(p[0].rates.at_limit, 0.3, EPS);
+	assert_float_equal(p[0].rates.throttled, 0.6, EPS);
+	assert_float_equal(p[0].rates.saturated, 0.1, EPS);
+	/* member_utilization is still averaged on its own (no member here) */
+	assert_true(isnan(p[0].rates.member_utilization));
+	free(p);
+	history_free(h);
+}
+
 static void test_probe_points_are_kept_per_probe(void **state)
 {
 	_cleanup_config_ struct config *cfg = make_config("[global]\nhistory=10s\n");
@@ -309,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_samples_and_absent_devices_are_gaps),
 		cmocka_unit_test(test_devices_beyond_max_devices_get_no_ring),
 		cmocka_unit_test(test_step_averages_points_into_buckets),
+		cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
 		cmocka_unit_test(test_probe_points_are_kept_per_probe),
 		cmocka_unit_test(test_reload_keeps_history_unless_its_size_changes),
 		cmocka_unit_test(test_queries_run_concurrently_with_appends),

@@ -143,6 +143,68 @@ static void test_history_has_one_column_entry_per_sample(void **state)
 	snapshot_unref(s);
 }
 
+/* The live page shades the seconds at the limit, throttled and saturated:
+ * each sample carries them as 1/0, an averaged step as the share. */
+static void test_history_marks_each_second_at_the_limit_throttled_or_saturated(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct history *h = NULL;
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct history_request q = {.window_usec = 300 * USEC_PER_SEC, .device = "nvme1n1"};
+	uint64_t t0 = s->samples->realtime_usec - s->samples->realtime_usec % (4 * USEC_PER_SEC);
+	struct device_state *disk = &s->samples->devices[0];
+	json_t *root, *series;
+
+	assert_int_equal(config_load_string("history.conf", "[global]\nhistory=10m\n", &errs, &cfg), 0);
+	assert_int_equal(history_new(cfg, &h), 0);
+	for (int i = 0; i < 4; i++) {
+		/* below the limit in the first second only; throttled from the third */
+		disk->ceiling.is_at_limit = i > 0;
+		disk->ceiling.is_throttled = i > 1;
+		disk->ceiling.is_saturated = false;
+		s->samples->realtime_usec = t0 + (uint64_t)i * USEC_PER_SEC;
+		assert_int_equal(history_append(h, s->samples), 0);
+	}
+	s->history = h;
+	s->realtime_usec = s->samples->realtime_usec;
+
+	root = render_json_history(s, &q);
+	assert_non_null(root);
+	series = json_object_get(json_array_get(json_object_get(root, "devices"), 0), "series");
+	assert_int_equal(json_array_size(json_object_get(series, "at_limit")), 4);
+	assert_true(json_real_value(json_array_get(json_object_get(series, "at_limit"), 0)) == 0.0);
+	assert_true(json_real_value(json_array_get(json_object_get(series, "at_limit"), 1)) == 1.0);
+	assert_true(json_real_value(json_array_get(json_object_get(series, "throttled"), 1)) == 0.0);
+	assert_true(json_real_value(json_array_get(json_object_get(series, "throttled"), 3)) == 1.0);
+	assert_true(json_real_value(json_array_get(json_object_get(series, "saturated"), 3)) == 0.0);
+	json_decref(root);
+
+	/* one 4 s step: the shares of its seconds */
+	q.step_usec = 4 * USEC_PER_SEC;
+	root = render_json_history(s, &q);
+	series = json_object_get(json_array_get(json_object_get(root, "devices"), 0), "series");
+	assert_int_equal(json_array_size(json_object_get(series, "at_limit")), 1);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "at_limit"), 0)) - 0.75) < 1e-6);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "throttled"), 0)) - 0.5) < 1e-6);
+	json_decref(root);
+
+	s->history = NULL;
+	history_free(h);
+	config_free(cfg);
+	snapshot_unref(s);
+}
+
+static void test_status_names_the_host(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(false);
+	json_t *root = render_json_status(s, true, "");
+
+	assert_string_equal(json_string_value(json_object_get(root, "hostname")), "db-7");
+	json_decref(root);
+	snapshot_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +213,8 @@ int main(void)
 		cmocka_unit_test(test_probes_match_golden),
 		cmocka_unit_test(test_unknown_figures_are_null_not_zero),
 		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
+		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
+		cmocka_unit_test(test_status_names_the_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
