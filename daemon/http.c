@@ -30,6 +30,7 @@
 #include "render_prom.h"
 #include "units.h"
 #include "webconfig.h"
+#include "webpage.h"
 
 /* Dynamic bodies larger than this are gzip'd when the client allows it. */
 #define GZIP_MIN_SIZE 1024
@@ -68,6 +69,7 @@ struct query_arg {
 struct request {
 	struct http_server *h;
 	struct MHD_Connection *c;
+	const char *url;
 	struct snapshot *snap;
 	bool gzip_ok;
 	struct query_arg args[HTTP_MAX_QUERY_ARGS];
@@ -609,30 +611,38 @@ static enum MHD_Result handle_history(struct request *q)
 	return respond_json(q, MHD_HTTP_OK, render_json_history(q->snap, &hr));
 }
 
-/* The index page. Kept in its own function: the live page replaces it. */
-static enum MHD_Result handle_index(struct request *q)
+/* The live page and its assets, embedded at build time (webpage.h): the
+ * page revalidates, the versioned assets it references are immutable, and
+ * its Content-Security-Policy allows nothing from another origin. */
+static enum MHD_Result handle_page(struct request *q)
 {
-	static const char page[] =
-		"<!DOCTYPE html>\n"
-		"<html><head><meta charset=\"utf-8\"><title>iopsd</title></head>\n"
-		"<body><h1>iopsd</h1>\n"
-		"<p>Disk performance ceilings: probes, per-second diskstats, limits.</p>\n"
-		"<ul>\n"
-		"<li><a href=\"/metrics\">/metrics</a> (Prometheus text 0.0.4 or OpenMetrics 1.0.0)</li>\n"
-		"<li><a href=\"/api/v1/status\">/api/v1/status</a></li>\n"
-		"<li><a href=\"/api/v1/devices\">/api/v1/devices</a></li>\n"
-		"<li><a href=\"/api/v1/probes\">/api/v1/probes</a></li>\n"
-		"<li><a href=\"/api/v1/history?window=5m\">/api/v1/history?window=5m</a></li>\n"
-		"<li><a href=\"/healthz\">/healthz</a></li>\n"
-		"</ul></body></html>\n";
+	const struct web_asset *a = webpage_find(q->url);
+	const char *inm = MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	bool not_modified, gz;
 	struct MHD_Response *resp;
 
-	resp = MHD_create_response_from_buffer(sizeof(page) - 1, (void *)page, MHD_RESPMEM_PERSISTENT);
+	if (!a) {
+		return respond_error(q, MHD_HTTP_NOT_FOUND, "no such path: %.128s", q->url);
+	}
+	not_modified = webpage_etag_matches(inm, a->etag);
+	gz = q->gzip_ok && a->gz && !not_modified;
+	resp = not_modified ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+			    : MHD_create_response_from_buffer(gz ? a->gz_size : a->size,
+							      (void *)(gz ? a->gz : a->data), MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
-	return queue(q, MHD_HTTP_OK, resp);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->content_type);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, a->cache_control);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, a->etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	MHD_add_response_header(resp, "Content-Security-Policy", WEBPAGE_CSP);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	if (gz) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	}
+	return queue(q, not_modified ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, resp);
 }
 
 static const char *const no_params[] = {NULL};
@@ -656,7 +666,12 @@ static const struct route routes[] = {
 	{"/api/v1/devices", handle_devices, true, devices_params},
 	{"/api/v1/probes", handle_probes, true, probes_params},
 	{"/api/v1/history", handle_history, true, history_params},
-	{"/", handle_index, false, NULL},
+	/* the live page: every path here must be in webpage.h's table */
+	{"/", handle_page, false, NULL},
+	{"/assets/app.js", handle_page, false, NULL},
+	{"/assets/style.css", handle_page, false, NULL},
+	{"/assets/chart.js", handle_page, false, NULL},
+	{"/assets/favicon.svg", handle_page, false, NULL},
 };
 
 /* ---- libmicrohttpd callbacks ---- */
@@ -773,7 +788,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  size_t *upload_data_size, void **req_cls)
 {
 	struct http_server *h = cls;
-	struct request q = {.h = h, .c = c};
+	struct request q = {.h = h, .c = c, .url = url};
 	enum MHD_Result r;
 
 	if (!*req_cls) {
@@ -963,6 +978,7 @@ static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 	}
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(getenv("IOPSD_HTTP_THREADS") ? atoi(getenv("IOPSD_HTTP_THREADS")) : 1),
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 			     MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec,
