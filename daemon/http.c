@@ -978,7 +978,6 @@ static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 	}
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(getenv("IOPSD_HTTP_THREADS") ? atoi(getenv("IOPSD_HTTP_THREADS")) : 1),
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 			     MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec,
