@@ -31,7 +31,8 @@ struct sched_probe {
 	struct probe_run *run;       /* under s->lock: the run in progress */
 	struct probe_run *stuck;     /* a timed-out run whose threads are still in the kernel */
 	bool was_failing;
-	char last_message[sizeof(((struct probe_result *)0)->message)];
+	int last_error;              /* the error of the last failure logged */
+	uint64_t n_failed;           /* failed runs since the last success */
 };
 
 struct scheduler {
@@ -194,21 +195,25 @@ static void log_result(struct sched_probe *p, const struct probe_result *res)
 
 	if (res->success) {
 		if (p->was_failing) {
-			log_info("Probe [%s] succeeds again.", name);
+			log_info("Probe [%s] succeeds again after %" PRIu64 " failed run%s.", name, p->n_failed,
+				 p->n_failed == 1 ? "" : "s");
 		}
 		log_debug("Probe [%s]: %.0f read IOPS, %.0f write IOPS, %.0f fsync/s in %" PRIu64 " ms", name,
 			  res->op[PROBE_OP_READ].iops, res->op[PROBE_OP_WRITE].iops,
 			  res->op[PROBE_OP_FSYNC].iops, res->runtime_usec / USEC_PER_MSEC);
 		p->was_failing = false;
-		p->last_message[0] = '\0';
+		p->n_failed = 0;
 		return;
 	}
-	/* once per distinct failure, not once per interval */
-	if (!p->was_failing || strcmp(p->last_message, res->message) != 0) {
+	/* once per fault, not once per interval: keyed on the error, not on
+	 * the message, which carries figures (offsets, free bytes) that change
+	 * from run to run while the fault stays the same */
+	if (!p->was_failing || p->last_error != res->error) {
 		log_warning("Probe [%s] failed: %s", name, res->message);
 	}
 	p->was_failing = true;
-	snprintf(p->last_message, sizeof(p->last_message), "%s", res->message);
+	p->last_error = res->error;
+	p->n_failed++;
 }
 
 static void *probe_thread(void *userdata)
