@@ -108,18 +108,6 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 	return 0;
 }
 
-static void notify_status(const char *fmt, ...) _printf_(1, 2);
-static void notify_status(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	sd_notifyf(0, "STATUS=%s", buf);
-}
-
 /* One device sample: into the registry (published by the caller) and the
  * history. Failures are counted and logged, rate-limited, and the daemon
  * carries on. */
@@ -138,6 +126,19 @@ static void daemon_sample(struct daemon *d)
 		}
 		return;
 	}
+	/* malformed lines: one line when they start and one when they stop,
+	 * not one per sample (the count is in iopsd_diskstats_parse_errors_total) */
+	if (snap->parse_errors_total > d->diskstats_parse_errors_seen) {
+		if (!d->has_diskstats_garbage) {
+			log_warning("Skipping %" PRIu64 " malformed line(s) of %s/diskstats, ignoring them.",
+				    snap->parse_errors_total - d->diskstats_parse_errors_seen, d->args->procfs);
+		}
+		d->has_diskstats_garbage = true;
+	} else if (d->has_diskstats_garbage) {
+		log_info("%s/diskstats parses cleanly again.", d->args->procfs);
+		d->has_diskstats_garbage = false;
+	}
+	d->diskstats_parse_errors_seen = snap->parse_errors_total;
 	registry_set_samples(d->registry, snap);
 	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
 	registry_resolve_probe_devices(d->registry, d->sampler);
@@ -279,8 +280,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
 	}
 	config_summary(d->cfg, summary, sizeof(summary));
 	log_info("Reloaded %s", summary);
-	sd_notify(0, "READY=1");
-	notify_status("Running: %s", summary);
+	sd_notifyf(0, "READY=1\nSTATUS=Running: %s", summary);
 	return 0;
 }
 
@@ -311,7 +311,11 @@ static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
 	struct daemon *d = userdata;
 
 	sd_notify(0, "WATCHDOG=1");
-	return sd_event_source_set_time(s, usec + d->watchdog_usec / 2);
+	/* time sources are one-shot: re-arm for the next half period */
+	if (sd_event_source_set_time(s, usec + d->watchdog_usec / 2) < 0) {
+		return log_error_errno(-EIO, "Failed to re-arm the watchdog timer");
+	}
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
 int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret)
@@ -326,6 +330,7 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 		return -ENOMEM;
 	}
 	d->args = args;
+	sd_notify(0, "STATUS=Starting: binding the HTTP socket, taking the first device sample");
 	d->wake_fd = -1;
 	d->start_realtime_usec = now_realtime_usec();
 
@@ -462,8 +467,7 @@ int daemon_run(struct daemon *d)
 	config_summary(d->cfg, summary, sizeof(summary));
 	log_info("iopsd started: %s", summary);
 	d->is_ready = true;
-	sd_notify(0, "READY=1");
-	notify_status("Running: %s", summary);
+	sd_notifyf(0, "READY=1\nSTATUS=Running: %s", summary);
 
 	r = sd_event_loop(d->event);
 	if (r < 0) {

@@ -63,7 +63,7 @@ def main():
         d.signal(signal.SIGHUP)
         notify.wait_for("RELOADING=1", timeout=5)
         notify.wait_for("READY=1", timeout=5)
-        wait_until(lambda: f"{d.config}:17:" in d.read_log(), 5, what="FILE:LINE in the log")
+        wait_until(lambda: f"{d.config}:16:" in d.read_log(), 5, what="FILE:LINE in the log")
         status, _, _ = d.get("/metrics")
         assert status == 200
         m = d.metrics()
