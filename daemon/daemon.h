@@ -27,6 +27,8 @@ struct daemon {
 	struct history *history;        /* derived device rates and probe points for /api/v1/history */
 	uint64_t sample_failures_total;
 	struct ratelimit sample_log_ratelimit;
+	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
+	bool has_diskstats_garbage;     /* the last sample skipped malformed lines */
 	struct registry *registry;
 	int wake_fd;                    /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
