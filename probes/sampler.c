@@ -300,6 +300,14 @@ static int read_diskstats(struct sampler *s)
 	for (;;) {
 		ssize_t n;
 
+		if (!s->buf) {
+			/* a failed grow left no buffer: start over small */
+			s->buf = malloc(DISKSTATS_BUF_INITIAL);
+			if (!s->buf) {
+				return -ENOMEM;
+			}
+			s->buf_size = DISKSTATS_BUF_INITIAL;
+		}
 		if (s->diskstats_fd < 0) {
 			_cleanup_free_ char *path = path_join(s->procfs, "diskstats");
 
@@ -320,6 +328,13 @@ static int read_diskstats(struct sampler *s)
 			return -err;
 		}
 		if ((size_t)n < s->buf_size) {
+			/* the parser reads a C string: a NUL byte (a corrupt or
+			 * hostile fixture) would silently hide every later line,
+			 * so make it a malformed character of its own line */
+			for (char *p = memchr(s->buf, '\0', (size_t)n); p;
+			     p = memchr(p, '\0', (size_t)(s->buf + n - p))) {
+				*p = '?';
+			}
 			s->buf[n] = '\0';
 			return 0;
 		}
@@ -330,7 +345,6 @@ static int read_diskstats(struct sampler *s)
 		s->buf_size *= 2;
 		s->buf = malloc(s->buf_size);
 		if (!s->buf) {
-			s->buf_size = 0;
 			return -ENOMEM;
 		}
 	}
