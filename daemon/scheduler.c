@@ -32,6 +32,7 @@ struct sched_probe {
 	struct probe_run *stuck;     /* a timed-out run whose threads are still in the kernel */
 	bool was_failing;
 	int last_error;              /* the error of the last failure logged */
+	dev_t directory_dev;         /* the filesystem of its directory at the first success */
 	uint64_t n_failed;           /* failed runs since the last success */
 };
 
@@ -137,7 +138,9 @@ static void release_disk(struct scheduler *s, struct disk_group *g)
 static bool run_once(struct sched_probe *p, struct probe_result *res)
 {
 	struct scheduler *s = p->s;
-	struct probe_options opts = {.sysfs = s->sysfs};
+	/* a directory stays pinned to the filesystem it was first probed on:
+	 * when its mount goes away the path names the filesystem underneath */
+	struct probe_options opts = {.sysfs = s->sysfs, .directory_dev = p->directory_dev};
 	struct probe_run *run = NULL;
 	bool is_stopping;
 	int r;
@@ -181,6 +184,9 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	p->run = NULL;
 	is_stopping = s->is_stopping;
 	pthread_mutex_unlock(&s->lock);
+	if (res->success && p->directory_dev == 0) {
+		p->directory_dev = res->directory_dev;
+	}
 	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
 		p->stuck = run;
 	} else {

@@ -91,6 +91,7 @@ struct run {
 	unsigned iodepth, numjobs, rwmixread, fsync_every;
 	bool end_fsync;
 	uint64_t seed;
+	dev_t directory_dev;
 
 	int fd;
 	char target[PATH_MAX];
@@ -833,9 +834,16 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (r->filename) {
 		k = probefile_open_device(r->filename, r->size, res->message, sizeof(res->message), &pf);
 	} else {
+		_cleanup_close_ int dfd = -1;
+
 		size = r->size - r->size % r->bs;
-		k = probefile_open(r->directory, r->name, size, probe_rw_writes(r->rw), r->seed,
-				   layout_should_stop, r, res->message, sizeof(res->message), &pf);
+		dfd = probefile_open_directory(r->directory, r->directory_dev, &res->directory_dev,
+					       res->message, sizeof(res->message));
+		if (dfd < 0) {
+			return dfd;
+		}
+		k = probefile_open_at(dfd, r->directory, r->name, size, probe_rw_writes(r->rw), r->seed,
+				      layout_should_stop, r, res->message, sizeof(res->message), &pf);
 		if (k == -ECANCELED && !run_is_cancelled(r)) {
 			k = -ETIMEDOUT;
 			set_message(res->message, sizeof(res->message),
@@ -1105,6 +1113,7 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	r->fsync_every = pc->fsync;
 	r->end_fsync = pc->end_fsync;
 	r->seed = o && o->seed ? o->seed : 0;
+	r->directory_dev = o ? o->directory_dev : 0;
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
 		r->seed = now_ns() ^ ((uint64_t)getpid() << 32);
 	}

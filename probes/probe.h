@@ -51,6 +51,7 @@ struct probe_result {
 	uint64_t start_realtime_usec;
 	uint64_t runtime_usec;      /* measured wall time of the I/O phase */
 	uint64_t layout_usec;       /* time spent laying out the probe file, 0 if reused */
+	dev_t directory_dev;        /* the filesystem DIRECTORY was on, 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
 };
 
@@ -66,6 +67,8 @@ int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct
 struct probe_options {
 	const char *sysfs;       /* sysfs mount point; NULL: "/sys" */
 	uint64_t seed;           /* offsets and data; 0: from getrandom() */
+	dev_t directory_dev;     /* not 0: DIRECTORY must still be on this filesystem
+				  * (-EXDEV otherwise), see probefile_open_directory() */
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only

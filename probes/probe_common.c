@@ -41,6 +41,7 @@ enum probe_error_reason probe_error_reason_from_errno(int err)
 	case ENOENT:
 	case ENODEV:
 	case ENXIO:
+	case EXDEV: /* the directory's filesystem went away, see probefile_open_directory() */
 		return PROBE_ERR_ENOENT;
 	case EINVAL:
 		return PROBE_ERR_EINVAL;

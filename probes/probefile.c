@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -302,13 +303,65 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 	return -ENOENT;
 }
 
+static const char *dev_string(dev_t dev, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u:%u", major(dev), minor(dev));
+	return buf;
+}
+
+int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret_dev, char *msg,
+			     size_t msg_len)
+{
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	char e[96], was[32], now[32];
+	int r;
+
+	dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+		if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
+			set_msg(msg, msg_len, "directory=%s is a block device: a probe never writes to one (filename= reads it)",
+				directory);
+		} else {
+			set_msg(msg, msg_len, "cannot open directory %s: %s", directory,
+				probefile_strerror(r, e, sizeof(e)));
+		}
+		return r;
+	}
+	if (fstat(dfd, &st) < 0) {
+		return -errno;
+	}
+	if (expect_dev != 0 && st.st_dev != expect_dev) {
+		set_msg(msg, msg_len, "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the filesystem underneath; reload iopsd if the change is meant",
+			directory, dev_string(st.st_dev, now, sizeof(now)), dev_string(expect_dev, was, sizeof(was)));
+		return -EXDEV;
+	}
+	*ret_dev = st.st_dev;
+	return TAKE_FD(dfd);
+}
+
 int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
 		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
 		   struct probefile *ret)
 {
-	_cleanup_close_ int dfd = -1, idfd = -1, fd = -1;
+	_cleanup_close_ int dfd = -1;
+	dev_t dev;
+
+	dfd = probefile_open_directory(directory, 0, &dev, msg, msg_len);
+	if (dfd < 0) {
+		return dfd;
+	}
+	return probefile_open_at(dfd, directory, name, size, is_writable, seed, stop, userdata, msg,
+				 msg_len, ret);
+}
+
+int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size,
+		      bool is_writable, uint64_t seed, probefile_stop_fn stop, void *userdata,
+		      char *msg, size_t msg_len, struct probefile *ret)
+{
+	_cleanup_close_ int idfd = -1, fd = -1;
 	_cleanup_free_ char *fname = NULL, *tmpname = NULL;
-	char e[96];
 	uint64_t reclaim, t0;
 	bool created = false;
 	int r;
@@ -324,13 +377,6 @@ int probefile_open(const char *directory, const char *name, uint64_t size, bool 
 	if (asprintf(&tmpname, ".%s.dat.tmp", name) < 0) {
 		tmpname = NULL;
 		return -ENOMEM;
-	}
-	dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		r = -errno;
-		set_msg(msg, msg_len, "cannot open directory %s: %s", directory,
-			probefile_strerror(r, e, sizeof(e)));
-		return r;
 	}
 	idfd = open_state_dir(dfd, directory, &created, msg, msg_len);
 	if (idfd < 0) {
@@ -412,6 +458,10 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		r = -errno;
 		set_msg(msg, msg_len, "cannot read the size of %s: %s", path, probefile_strerror(r, e, sizeof(e)));
 		return r;
+	}
+	if (dev_size == 0) {
+		set_msg(msg, msg_len, "%s has no medium (0 bytes): detached or ejected?", path);
+		return -ENXIO;
 	}
 	if (size > dev_size) {
 		set_msg(msg, msg_len, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size, path, dev_size);

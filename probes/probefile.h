@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define PROBEFILE_DIR ".iopsd"
 
@@ -29,6 +30,24 @@ struct probefile {
 int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
 		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
 		   struct probefile *ret);
+
+/* Open DIRECTORY (O_DIRECTORY, following symlinks in the configured path)
+ * for probefile_open_at(), and return its filesystem in *ret_dev. When
+ * `expect_dev` is not 0 the directory must still be on that filesystem:
+ * after its mount went away (a lazy umount, a mount that failed at boot)
+ * the same path names a directory of the filesystem underneath, and a probe
+ * there would write to the wrong disk: -EXDEV with a message. Returns the
+ * fd or -errno with a message. */
+int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret_dev, char *msg,
+			     size_t msg_len);
+
+/* probefile_open() in the directory open at `dfd` (from
+ * probefile_open_directory(); `directory` only names it in messages).
+ * Everything happens relative to dfd, so a path swapped after dfd was
+ * opened cannot redirect a write. */
+int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size,
+		      bool is_writable, uint64_t seed, probefile_stop_fn stop, void *userdata,
+		      char *msg, size_t msg_len, struct probefile *ret);
 
 /* Open a raw block device O_RDONLY|O_DIRECT. `size` 0 uses the whole
  * device; a larger size than the device is -EINVAL. */
