@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -431,6 +432,41 @@ static void test_cancel_stops_a_run_at_once(void **state)
 	free(res);
 }
 
+static void test_directory_on_another_filesystem_is_not_written(void **state)
+{
+	_cleanup_free_ char *dir = sub("pinned");
+	_cleanup_free_ char *state_dir = NULL;
+	struct probe_config pc = file_probe(dir, PROBE_RW_RANDWRITE);
+	/* as if the directory had been on another filesystem at the first run:
+	 * what a lazy umount leaves behind */
+	struct probe_options o = {.directory_dev = makedev(1, 255)};
+	struct probe_result *res = malloc(sizeof(*res));
+	_cleanup_(probe_run_freep) struct probe_run *run = NULL;
+	struct stat st;
+	char msg[256] = "";
+	dev_t dev = 0;
+	int dfd;
+
+	assert_non_null(res);
+	assert_int_equal(probe_start(&pc, &o, &run), 0);
+	probe_wait(run, res);
+	assert_false(res->success);
+	assert_int_equal(res->error, -EXDEV);
+	assert_non_null(strstr(res->message, "another filesystem"));
+	assert_int_equal(res->op[PROBE_OP_WRITE].errors[PROBE_ERR_ENOENT], 1);
+	assert_int_equal(res->op[PROBE_OP_WRITE].ops, 0);
+	assert_true(asprintf(&state_dir, "%s/" PROBEFILE_DIR, dir) > 0);
+	assert_int_equal(lstat(state_dir, &st), -1);
+
+	/* the directory's own filesystem passes and is reported */
+	assert_int_equal(stat(dir, &st), 0);
+	dfd = probefile_open_directory(dir, st.st_dev, &dev, msg, sizeof(msg));
+	assert_true(dfd >= 0);
+	assert_true(dev == st.st_dev);
+	close(dfd);
+	free(res);
+}
+
 static void test_write_probe_on_a_device_is_refused_before_opening_it(void **state)
 {
 	struct probe_config pc = {
@@ -481,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_rewrite_and_sequential_modes_run),
 		cmocka_unit_test(test_rate_iops_caps_a_timed_run),
 		cmocka_unit_test(test_cancel_stops_a_run_at_once),
+		cmocka_unit_test(test_directory_on_another_filesystem_is_not_written),
 		cmocka_unit_test(test_write_probe_on_a_device_is_refused_before_opening_it),
 		cmocka_unit_test(test_filename_must_be_a_block_device),
 	};
