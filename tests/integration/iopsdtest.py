@@ -164,8 +164,8 @@ class Daemon:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def metric_value(text, name, labels=None):
-    """Value of the first sample of `name` whose labels include `labels`."""
+def metric_samples(text, name, labels=None):
+    """The values of every sample of `name` whose labels include `labels`."""
     for line in text.splitlines():
         if not line.startswith(name) or line.startswith("#"):
             continue
@@ -175,8 +175,12 @@ def metric_value(text, name, labels=None):
         if labels:
             if not all(f'{k}="{v}"' in rest for k, v in labels.items()):
                 continue
-        return float(line.rsplit(" ", 1)[1])
-    return None
+        yield float(line.rsplit(" ", 1)[1])
+
+
+def metric_value(text, name, labels=None):
+    """Value of the first sample of `name` whose labels include `labels`."""
+    return next(metric_samples(text, name, labels), None)
 
 
 def wait_until(pred, timeout, interval=0.2, what="condition"):
@@ -188,3 +192,215 @@ def wait_until(pred, timeout, interval=0.2, what="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+# Loop devices, ext4 mounts, process figures ------------------------------
+
+def run(*cmd, check=True):
+    """Run a command quietly; raise with its output when it fails."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stdout.decode(errors='replace')}")
+    return p
+
+
+class LoopDevice:
+    """A sparse backing file under /var/tmp attached to a loop device with
+    direct I/O on. `name` should include the test's role (unique names)."""
+
+    def __init__(self, name, size_mb):
+        self.dir = tempfile.mkdtemp(prefix=f"iopsd-{name}-", dir="/var/tmp")
+        self.backing = os.path.join(self.dir, "backing.img")
+        with open(self.backing, "wb") as f:
+            f.truncate(size_mb << 20)
+        out = run("losetup", "--direct-io=on", "--find", "--show", self.backing).stdout.decode().strip()
+        self.path = out
+        self.attached = True
+
+    @property
+    def name(self):
+        return os.path.basename(self.path)
+
+    def detach(self):
+        if self.attached:
+            run("losetup", "-d", self.path, check=False)
+            self.attached = False
+
+    def cleanup(self):
+        self.detach()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Ext4Mount:
+    """An ext4 filesystem on its own loop device, mounted under /var/tmp."""
+
+    def __init__(self, name, size_mb=64):
+        self.loop = LoopDevice(name, size_mb)
+        self.mountpoint = os.path.join(self.loop.dir, "mnt")
+        os.mkdir(self.mountpoint)
+        run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.loop.path)
+        self.mount()
+
+    def mount(self):
+        run("mount", "-t", "ext4", self.loop.path, self.mountpoint)
+        self.mounted = True
+
+    def umount(self, lazy=False):
+        run("umount", *(["-l"] if lazy else []), self.mountpoint)
+        self.mounted = False
+
+    def remount(self, mode, timeout=10.0):
+        """Remount ro/rw; retried while a probe has a file open for writing
+        (EBUSY), which lasts one run at most."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = run("mount", "-o", f"remount,{mode}", self.mountpoint, check=False)
+            if p.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"remount,{mode} {self.mountpoint}: {p.stdout.decode(errors='replace')}")
+            time.sleep(0.02)
+
+    def cleanup(self):
+        if self.mounted:
+            run("umount", "-l", self.mountpoint, check=False)
+            self.mounted = False
+        self.loop.cleanup()
+
+
+def proc_status(pid, field):
+    """A numeric field of /proc/PID/status (VmRSS in kB, Threads...)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def metric_sum(text, name, labels=None):
+    """Sum of every sample of `name` whose labels include `labels`."""
+    return sum(metric_samples(text, name, labels))
+
+
+class UserTree:
+    """Files a user keeps on a probe target: random names, sizes and
+    contents, a few right next to DIR/.iopsd and one named like a probe
+    file. verify() checks that every one is byte-identical and that nothing
+    appeared outside `allowed` (paths relative to root: .iopsd of probe
+    directories, and whatever the test itself creates)."""
+
+    def __init__(self, root, seed, n_files=40):
+        import hashlib
+        import random
+        self._hashlib = hashlib
+        self.root = root
+        rng = random.Random(seed)
+        names = ["w.dat", ".iopsd.dat", "iopsd", ".iopsd-old", "notes.txt", "db.ibd"]
+        names += [f"dir{rng.randrange(4)}/f{i:03d}.bin" for i in range(n_files)]
+        names += ["dir0/.iopsd/w.dat"]  # a user's own ".iopsd" deeper down
+        for rel in names:
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            size = rng.choice([0, 1, 511, 4096, 65537, rng.randrange(1, 300_000)])
+            with open(path, "wb") as f:
+                f.write(rng.randbytes(size))
+        os.symlink("notes.txt", os.path.join(root, "link-to-notes"))
+        self.snapshot = self._scan()
+
+    def _scan(self, allowed=()):
+        state = {}
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            rel_dir = os.path.relpath(dirpath, self.root)
+            keep = []
+            for dn in dirnames:
+                rel = os.path.normpath(os.path.join(rel_dir, dn))
+                if rel in allowed:
+                    continue
+                keep.append(dn)
+                if os.path.islink(os.path.join(dirpath, dn)):
+                    state[rel] = ("link", os.readlink(os.path.join(dirpath, dn)))
+                else:
+                    state[rel] = ("dir", None)
+            dirnames[:] = keep
+            for fn in filenames:
+                rel = os.path.normpath(os.path.join(rel_dir, fn))
+                if rel in allowed:
+                    continue
+                p = os.path.join(dirpath, fn)
+                if os.path.islink(p):
+                    state[rel] = ("link", os.readlink(p))
+                else:
+                    with open(p, "rb") as f:
+                        state[rel] = ("file", self._hashlib.sha256(f.read()).hexdigest())
+        return state
+
+    def verify(self, allowed=(".iopsd",)):
+        """Raise when a user file changed or vanished, or when something
+        new exists outside the allowed paths."""
+        now = self._scan(set(allowed))
+        changed = [p for p, v in self.snapshot.items() if now.get(p) != v]
+        new = [p for p in now if p not in self.snapshot]
+        assert not changed, f"user files changed or missing under {self.root}: {changed}"
+        assert not new, f"new entries outside {allowed} under {self.root}: {new}"
+        return len(self.snapshot)
+
+
+class ProbeWatch:
+    """The error counters, success gauge, last-run time and log lines of
+    one probe of a running Daemon."""
+
+    REASONS = ("eio", "enospc", "erofs", "eacces", "enoent", "einval", "timeout", "other")
+
+    def __init__(self, daemon, probe):
+        self.d = daemon
+        self.probe = probe
+
+    def errors(self, reason, text=None):
+        text = text if text is not None else self.d.metrics()
+        return metric_sum(text, "iopsd_probe_errors_total", {"probe": self.probe, "reason": reason})
+
+    def state(self):
+        m = self.d.metrics()
+        return {
+            "success": metric_value(m, "iopsd_probe_success", {"probe": self.probe}),
+            "last_run": metric_value(m, "iopsd_probe_last_run_timestamp_seconds", {"probe": self.probe}),
+            "errors": {r: self.errors(r, m) for r in self.REASONS},
+        }
+
+    def failures_logged(self):
+        return self.d.read_log().count(f"Probe [{self.probe}] failed")
+
+    def last_failure(self):
+        lines = [l for l in self.d.read_log().splitlines() if f"Probe [{self.probe}] failed" in l]
+        return lines[-1] if lines else ""
+
+    def mark(self):
+        """Call before causing a fault: expect_failing() then counts the
+        log lines from here."""
+        return self.failures_logged()
+
+    def expect_failing(self, reason, timeout=10.0, runs=5, mark=None):
+        """Wait until the probe fails with `reason` for `runs` more runs
+        (success 0), while /metrics and /healthz keep answering. Returns
+        the number of failure lines logged since `mark` (or since the call)."""
+        logged = self.failures_logged() if mark is None else mark
+        before = self.state()
+        wait_until(lambda: (lambda s: s["errors"][reason] >= before["errors"][reason] + runs
+                            and s["success"] == 0)(self.state()), timeout,
+                   what=f"probe {self.probe}: {runs} runs failing with {reason} (before: {before})")
+        st = self.state()
+        assert st["success"] == 0, st
+        assert st["last_run"] and st["last_run"] > (before["last_run"] or 0), "probe runs stopped"
+        status, _, _ = self.d.get("/healthz")
+        assert status in (200, 503), status
+        return self.failures_logged() - logged
+
+    def expect_recovered(self, timeout=10.0):
+        """Wait for a successful run after the condition cleared."""
+        t0 = time.time()
+        wait_until(lambda: (lambda s: s["success"] == 1 and s["last_run"] >= t0)(self.state()), timeout,
+                   what=f"probe {self.probe} to recover")
