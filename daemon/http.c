@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include <jansson.h>
 #include <systemd/sd-daemon.h>
 
@@ -822,6 +824,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	set_deadline(h, c, now_monotonic_usec() + h->timeout_usec);
 }
 
+/* Serving can wait, measuring cannot: the first time a server thread sees a
+ * connection it lowers its own priority (setpriority() on a thread id
+ * applies to that thread only), so that a probe thread woken by a
+ * completion gets the CPU ahead of a busy scrape. */
+static void yield_to_probes(void)
+{
+	static __thread bool done;
+
+	if (!done) {
+		done = true;
+		if (setpriority(PRIO_PROCESS, (id_t)gettid(), HTTP_NICE) < 0) {
+			log_debug_errno(errno, "Failed to lower the HTTP thread's priority: %m, ignoring.");
+		}
+	}
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
@@ -830,6 +848,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		yield_to_probes();
 
 		t = calloc(1, sizeof(*t));
 		if (!t || !ci) {
@@ -955,6 +975,15 @@ static int bind_address(const char *address, int *ret_fd)
 	return 0;
 }
 
+/* Server threads: two where there are two CPUs, so that a slow client or a
+ * bcrypt check never holds up every other request; one otherwise. */
+static unsigned http_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n >= 2 ? HTTP_THREADS : 1;
+}
+
 static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
@@ -978,6 +1007,7 @@ static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 	}
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_THREAD_POOL_SIZE, http_threads(),
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
 			     MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec,

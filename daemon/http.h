@@ -16,6 +16,11 @@
 
 #define HTTP_MAX_LISTEN 8
 #define HTTP_MAX_QUERY_ARGS 8
+/* libmicrohttpd worker threads (each with its own epoll) on hosts with two
+ * or more CPUs. max_connections is shared out among them. */
+#define HTTP_THREADS 2u
+/* Niceness of the server threads, relative to the probe threads' 0. */
+#define HTTP_NICE 10
 /* Per-connection memory for headers and the URL: a larger request gets 431. */
 #define HTTP_CONNECTION_MEMORY_LIMIT (32u * 1024u)
 
