@@ -68,7 +68,6 @@ struct job {
 	uint64_t rng;
 	uint64_t region_start, region_len;
 	uint64_t cursor[2]; /* sequential position of reads and writes */
-	bool is_sync_fsync; /* aio fsync refused: fsync(2), timed */
 	int setup_error;
 	int error;
 	char message[sizeof(((struct probe_result *)0)->message)];
@@ -534,7 +533,10 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 	j->last_ns = t;
 }
 
-/* fsync(2) timed as one fsync op, for filesystems that refuse aio fsync. */
+/* fsync(2) on the job's thread, timed as one fsync op. Not aio fsync: that
+ * runs in a kernel worker, outside the job's cgroup (its flush would escape
+ * an I/O cap), and costs a context switch; with nothing in flight (fsync=N
+ * drains first) the synchronous call measures the same thing, as in fio. */
 static void job_sync_fsync(struct job *j, struct slot *s)
 {
 	uint64_t t0 = now_ns();
@@ -550,18 +552,22 @@ static unsigned job_submit(struct job *j)
 {
 	unsigned done = 0;
 	char e[96];
-	uint64_t t;
+	uint64_t t0, t;
 	int n;
 
 	while (done < j->n_batch) {
+		t0 = now_ns();
 		n = io_submit(j->ctx, (long)(j->n_batch - done), j->batch + done);
 		if (n > 0) {
-			/* fio's clat: from the moment the kernel has the I/O */
+			/* fio's clat starts when the kernel has the I/O: io_submit()
+			 * takes a batch's iocbs one after the other, so each one's
+			 * clock starts at its share of the call (the last one's at
+			 * its return, like a one-iocb call) */
 			t = now_ns();
 			for (int i = 0; i < n; i++) {
 				struct slot *s = j->batch[done + i]->data;
 
-				s->submit_ns = t;
+				s->submit_ns = t0 + (t - t0) * (uint64_t)(i + 1) / (uint64_t)n;
 				s->is_inflight = true;
 			}
 			done += (unsigned)n;
@@ -576,22 +582,16 @@ static unsigned job_submit(struct job *j)
 		{
 			struct slot *s = j->batch[done]->data;
 
-			if (s->op == PROBE_OP_FSYNC && n == -EINVAL) {
-				j->is_sync_fsync = true;
-				job_sync_fsync(j, s);
+			j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
+			if (n == -EINVAL) {
+				job_fail(j, n, "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64 " may not suit the device",
+					 probe_op_to_string(s->op), s->offset, j->run->target,
+					 probefile_strerror(n, e, sizeof(e)), j->run->bs);
 			} else {
-				j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
-				if (n == -EINVAL) {
-					job_fail(j, n, "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64 " may not suit the device",
-						 probe_op_to_string(s->op), s->offset, j->run->target,
-						 probefile_strerror(n, e, sizeof(e)), j->run->bs);
-				} else {
-					job_fail(j, n, "submitting a %s to %s failed: %s",
-						 probe_op_to_string(s->op), j->run->target,
-						 probefile_strerror(n, e, sizeof(e)));
-				}
-				j->free_slots[j->n_free++] = s;
+				job_fail(j, n, "submitting a %s to %s failed: %s", probe_op_to_string(s->op),
+					 j->run->target, probefile_strerror(n, e, sizeof(e)));
 			}
+			j->free_slots[j->n_free++] = s;
 			/* drop it from the batch and go on with the rest */
 			memmove(j->batch + done, j->batch + done + 1,
 				(j->n_batch - done - 1) * sizeof(*j->batch));
@@ -650,7 +650,7 @@ static void job_loop(struct job *j)
 	const uint64_t hard = start + r->timeout_ns;
 	uint64_t issued = 0, writes = 0, now = start;
 	unsigned inflight = 0;
-	bool is_issuing = true, want_fsync = false, is_fsync_inflight = false;
+	bool is_issuing = true, want_fsync = false;
 
 	j->last_ns = start;
 	for (;;) {
@@ -662,7 +662,7 @@ static void job_loop(struct job *j)
 				   (r->number_ios && issued >= r->number_ios && !want_fsync))) {
 			is_issuing = false;
 		}
-		while (is_issuing && inflight + j->n_batch < j->depth && !is_fsync_inflight) {
+		while (is_issuing && inflight + j->n_batch < j->depth) {
 			struct slot *s;
 
 			if (want_fsync) {
@@ -673,18 +673,13 @@ static void job_loop(struct job *j)
 				s = j->free_slots[--j->n_free];
 				s->op = PROBE_OP_FSYNC;
 				s->offset = 0;
-				if (j->is_sync_fsync) {
-					job_sync_fsync(j, s);
-					want_fsync = false;
-					now = now_ns();
-					continue;
-				}
-				io_prep_fsync(&s->iocb, r->fd);
-				s->iocb.data = s;
-				j->batch[j->n_batch++] = &s->iocb;
+				job_sync_fsync(j, s);
 				want_fsync = false;
-				is_fsync_inflight = true;
-				break;
+				now = now_ns();
+				if (j->error != 0) {
+					is_issuing = false;
+				}
+				continue;
 			}
 			if (r->number_ios && issued >= r->number_ios) {
 				break;
@@ -705,13 +700,7 @@ static void job_loop(struct job *j)
 			issued++;
 		}
 		if (j->n_batch > 0) {
-			unsigned before = j->n_batch;
-			unsigned sent = job_submit(j);
-
-			inflight += sent;
-			if (is_fsync_inflight && sent == 0 && j->n_batch < before) {
-				is_fsync_inflight = false; /* done synchronously or failed */
-			}
+			inflight += job_submit(j);
 			if (inflight == 0 && j->n_batch > 0) {
 				/* EAGAIN with nothing to wait for: it will not get better */
 				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", r->target);
@@ -719,7 +708,6 @@ static void job_loop(struct job *j)
 				while (j->n_batch > 0) {
 					j->free_slots[j->n_free++] = j->batch[--j->n_batch]->data;
 				}
-				is_fsync_inflight = false;
 			}
 			now = now_ns();
 			if (j->error != 0) {
@@ -767,12 +755,7 @@ static void job_loop(struct job *j)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			struct slot *s = j->events[i].data;
-
-			if (s->op == PROBE_OP_FSYNC) {
-				is_fsync_inflight = false;
-			}
-			job_complete(j, s, (long)j->events[i].res, now);
+			job_complete(j, j->events[i].data, (long)j->events[i].res, now);
 		}
 		inflight -= (unsigned)n;
 	}
