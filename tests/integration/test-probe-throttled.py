@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Probes against a loop device capped by a cgroup v1 blkio throttle: a
+QD16 probe measures a 400 read IOPS cap at 400 +- 5%; a device far slower
+than the probe's budget gives a timeout within 2x runtime (never a hang);
+and a daemon whose probe is stuck keeps serving HTTP and reports it."""
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+BLKIO = "/sys/fs/cgroup/blkio"
+
+
+class Throttle:
+    """A blkio cgroup capping reads of one device; commands run inside it
+    through a shell that moves itself into the cgroup, then execs."""
+
+    def __init__(self, dev, read_iops):
+        self.path = os.path.join(BLKIO, f"iopsd-probe-throttle-{os.getpid()}")
+        os.mkdir(self.path)
+        st = os.stat(dev)
+        self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        self.set(read_iops)
+
+    def set(self, read_iops):
+        with open(os.path.join(self.path, "blkio.throttle.read_iops_device"), "w") as f:
+            f.write(f"{self.devno} {read_iops}")
+
+    def wrap(self, cmd):
+        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$0" "$@"'] + cmd
+
+    def cleanup(self):
+        for _ in range(100):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def once_in(throttle, conf):
+    """Run --once in the cgroup; returns (exit status, document, seconds
+    until the document was complete, stderr)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(throttle.wrap([t.IOPSD, "--once", "--config", conf]),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = b""
+    doc = None
+    took = None
+    while doc is None:
+        r, _, _ = select.select([p.stdout], [], [], 30)
+        if not r:
+            p.kill()
+            raise AssertionError("no output from --once within 30 s")
+        chunk = os.read(p.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        out += chunk
+        try:
+            doc = json.loads(out)
+            took = time.monotonic() - t0
+        except ValueError:
+            pass
+    rc = p.wait(60)
+    err = p.stderr.read().decode()
+    assert doc is not None, f"no JSON (exit {rc}): {out[:300]!r} {err}"
+    return rc, doc["jobs"][0], took, err
+
+
+def main():
+    t.require_root()
+    t.require_tool("losetup")
+    if not os.path.exists(os.path.join(BLKIO, "cgroup.procs")):
+        t.skip("no cgroup v1 blkio hierarchy")
+    dev = t.LoopDevice("probe-throttled", 64)
+    throttle = Throttle(dev.path, 400)
+    workdir = tempfile.mkdtemp(prefix="iopsd-probe-throttled-")
+    daemon = None
+    try:
+        conf = os.path.join(workdir, "qd16.conf")
+        with open(conf, "w") as f:
+            f.write(f"[capped]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=4s\n")
+        rc, job, _, err = once_in(throttle, conf)
+        assert rc == 0 and job["success"], (rc, job["message"], err)
+        iops = job["read"]["iops"]
+        mean = job["read"]["clat_ns"]["mean"]
+        print(f"capped at 400: measured {iops:.1f} IOPS, mean latency {mean / 1e6:.1f} ms")
+        assert abs(iops - 400) <= 20, f"a 400 IOPS cap measured as {iops:.1f} IOPS"
+        # Little's law on the cap: 16 in flight at 400/s wait 40 ms on average
+        # (the median is short: the throttle lets a burst through each slice)
+        assert 32e6 < mean < 48e6, mean
+
+        # far below the budget: 16 in flight at 4 IOPS cannot drain in 2x runtime
+        throttle.set(4)
+        slow = os.path.join(workdir, "slow.conf")
+        with open(slow, "w") as f:
+            f.write(f"[stuck]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=1s\n")
+        rc, job, took, err = once_in(throttle, slow)
+        print(f"stuck device: result after {took:.2f} s: {job['message']}")
+        assert rc == 1 and not job["success"], (rc, job)
+        assert job["error_name"] == "ETIMEDOUT", job
+        assert job["read"]["errors"]["timeout"] >= 1, job["read"]["errors"]
+        assert job["errors"]["timeout"] >= 1
+        assert "timed out" in job["message"], job["message"]
+        assert took < 2 * 1.0 + 1.5, f"the timeout took {took:.2f} s for a 1 s runtime"
+
+        # a daemon with a stuck probe keeps answering, and reports timeouts
+        port = t.free_port()
+        dconf = os.path.join(workdir, "daemon.conf")
+        with open(dconf, "w") as f:
+            f.write(f"[global]\nlisten_address=127.0.0.1:{port}\nstate_directory={workdir}\n"
+                    f"[stuck]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=500ms\ninterval=1s\n")
+        daemon = t.Daemon(workdir=workdir, port=port)
+        daemon.config = dconf
+        daemon.proc = subprocess.Popen(throttle.wrap([t.IOPSD, "--config", dconf]),
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        daemon.logf = open(os.devnull, "wb")
+        daemon.wait_http()
+
+        def timeouts():
+            t0 = time.monotonic()
+            text = daemon.metrics()
+            assert time.monotonic() - t0 < 0.5, "a scrape waited for the stuck probe"
+            return t.metric_sum(text, "iopsd_probe_errors_total", {"probe": "stuck", "reason": "timeout"})
+
+        t.wait_until(timeouts, 10, what="a timeout reported by the stuck probe")
+        for _ in range(5):
+            timeouts()
+            time.sleep(0.2)
+        # stopping: the daemon exits once the kernel has finished the stuck I/O
+        throttle.set(100000)
+        rc, took = daemon.stop(timeout=15)
+        assert rc == 0, rc
+        print(f"ok: 400 IOPS cap measured at {iops:.1f}, timeouts reported, daemon stopped in {took:.2f} s")
+    finally:
+        if daemon and daemon.proc and daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait()
+        throttle.set(0)
+        throttle.cleanup()
+        dev.cleanup()
+        subprocess.run(["rm", "-rf", workdir])
+
+
+if __name__ == "__main__":
+    main()
