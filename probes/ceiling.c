@@ -13,11 +13,11 @@
 void ceiling_params_default(struct ceiling_params *ret)
 {
 	*ret = (struct ceiling_params){
-		.window = 15,
-		.plateau_tolerance = 0.01,
+		.window = 20,
+		.plateau_tolerance = 0.015,
 		.plateau_slack_ios = 2.5,
 		.plateau_fraction = 0.8,
-		.max_outliers = 1,
+		.max_outliers = 3,
 		.min_queue = 0.9,
 		.min_utilization = 0.8,
 		.min_iops = 10.0,
@@ -76,15 +76,16 @@ static int cmp_double(const void *a, const void *b)
 
 /* The plateau test over the last p->window samples. A token bucket holds
  * every second in which requests wait at the same level, to within an I/O
- * or two; a busy device that is not capped wanders by several percent at
- * the same queue depth. So: most of the window must be queueing (requests
- * waiting, device busy), all but max_outliers of those queueing samples
- * must sit within a narrow band around their median, and the latest sample
- * must be one of them. Samples without a queue (the workload paused) are
- * neither evidence for nor against. On success returns true and the level
- * (the mean of the samples in the band). */
+ * or two (a second now and then falls short when the machine is busy); a
+ * busy device that is not capped wanders by several percent at the same
+ * queue depth. So: most of the window must be queueing (requests waiting,
+ * device busy), and all but max_outliers of those queueing samples must
+ * sit within a narrow band around their median. Samples without a queue
+ * (the workload paused) are neither evidence for nor against. On success
+ * returns true, the level (the mean of the samples in the band) and
+ * whether the latest sample is one of them. */
 static bool find_plateau(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
-			 double *ret_level)
+			 double *ret_level, bool *ret_latest_in_band)
 {
 	unsigned window = p->window < CEILING_WINDOW_MAX ? p->window : CEILING_WINDOW_MAX;
 	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
@@ -111,9 +112,6 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 	qsort(values, n_q, sizeof(values[0]), cmp_double);
 	median = n_q % 2 ? values[n_q / 2] : (values[n_q / 2 - 1] + values[n_q / 2]) / 2;
 	band = band_for(p, res, median, latest);
-	if (fabs(sample_value(latest, res) - median) > band) {
-		return false;
-	}
 	for (unsigned i = 0; i < window; i++) {
 		const struct ceiling_sample *s = recent(st, i);
 
@@ -123,10 +121,11 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 			ios += s->iops;
 		}
 	}
-	if (n_q - n_in > p->max_outliers || ios / n_in < p->min_iops) {
+	if (n_in == 0 || n_q - n_in > p->max_outliers || ios / n_in < p->min_iops) {
 		return false;
 	}
 	*ret_level = sum / n_in;
+	*ret_latest_in_band = fabs(sample_value(latest, res) - median) <= band;
 	return true;
 }
 
@@ -135,15 +134,24 @@ static void detect(struct ceiling_state *st, const struct ceiling_params *p, enu
 	struct ceiling_detector *d = res == RESOURCE_IOPS ? &st->iops : &st->throughput;
 	const struct ceiling_sample *latest = recent(st, 0);
 	double x = sample_value(latest, res), level;
+	bool latest_in_band = false;
 
-	if (find_plateau(st, p, res, &level)) {
-		d->estimate = level;
-		d->is_active = true;
-		d->n_above = 0;
-		return;
+	if (find_plateau(st, p, res, &level, &latest_in_band)) {
+		if (latest_in_band) {
+			d->estimate = level;
+			d->is_active = true;
+			d->n_above = 0;
+			return;
+		}
+		/* one of the few seconds that fall short: the plateau holds if
+		 * it was already established */
+		if (d->is_active) {
+			return;
+		}
 	}
 	/* Hysteresis: once found, the plateau holds while the device stays on
-	 * the estimate with requests queued, even if the window's top moved. */
+	 * the estimate with requests queued, even if the window's make-up
+	 * changed. */
 	if (d->is_active && fabs(x - d->estimate) <= band_for(p, res, d->estimate, latest) &&
 	    is_queueing(p, latest)) {
 		return;

@@ -18,11 +18,11 @@
 /* Detection parameters. The daemon uses ceiling_params_default(); tests and
  * bench/detect may tune them. */
 struct ceiling_params {
-	unsigned window;              /* samples in the detection window (15) */
-	double plateau_tolerance;     /* half-width of the plateau band, relative to its level (0.01) */
+	unsigned window;              /* samples in the detection window (20) */
+	double plateau_tolerance;     /* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;     /* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;      /* share of the window that must be queueing (0.8) */
-	unsigned max_outliers;        /* queueing samples allowed off the band (1) */
+	unsigned max_outliers;        /* queueing samples allowed off the band (3) */
 	double min_queue;             /* aqu-sz of a queueing sample (0.9) */
 	double min_utilization;       /* busy ratio of a queueing sample (0.8) */
 	double min_iops;              /* a plateau lower than this is idling, not a ceiling (10) */
