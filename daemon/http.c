@@ -406,7 +406,10 @@ static enum MHD_Result respond_error(struct request *q, unsigned status, const c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return respond_json(q, status, json_pack("{s:s}", "error", msg));
+	/* msg may quote the request's path or query, which need not be UTF-8
+	 * (and "%.64s" may cut a character): json_pack("s") would refuse it
+	 * and the client would get no answer at all */
+	return respond_json(q, status, json_pack("{s:o}", "error", render_json_string(msg)));
 }
 
 /* ---- query arguments ---- */
@@ -499,7 +502,7 @@ static enum MHD_Result handle_healthz(struct request *q)
 
 	if (!snapshot_check_health(q->snap, now_monotonic_usec(), reason, sizeof(reason))) {
 		return respond_json(q, MHD_HTTP_SERVICE_UNAVAILABLE,
-				    json_pack("{s:s,s:s}", "status", "unhealthy", "error", reason));
+				    json_pack("{s:s,s:o}", "status", "unhealthy", "error", render_json_string(reason)));
 	}
 	return respond_json(q, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 }

@@ -51,9 +51,7 @@ static json_t *seconds(uint64_t usec)
 	return json_real((double)usec / (double)USEC_PER_SEC);
 }
 
-/* A string, with bytes that are not UTF-8 replaced by '?' (a mount point
- * may hold anything). */
-static json_t *str(const char *s)
+json_t *render_json_string(const char *s)
 {
 	json_t *j;
 	char *copy;
@@ -77,6 +75,11 @@ static json_t *str(const char *s)
 	j = json_string(copy);
 	free(copy);
 	return j;
+}
+
+static json_t *str(const char *s)
+{
+	return render_json_string(s);
 }
 
 /* "a,b" -> ["a", "b"]; "" -> []. */

@@ -17,6 +17,11 @@ struct history_request {
 	const char *probe;      /* NULL: every probe */
 };
 
+/* A JSON string of `s` (NULL: ""), with the bytes of anything that is not
+ * valid UTF-8 replaced by '?' (a mount point, or a request's path, may hold
+ * anything; jansson refuses invalid UTF-8). NULL when out of memory. */
+json_t *render_json_string(const char *s);
+
 /* Each returns a new reference, or NULL when out of memory. */
 json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char *health_reason);
 /* `device` NULL for all; otherwise it must be in the snapshot. */
