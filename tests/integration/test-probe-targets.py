@@ -3,10 +3,11 @@
 mode runs and its reads reach the device (not the page cache); the probe
 file is laid out on the device, without holes, before it is first read; a
 file next to the probe file and the raw device's contents are never
-modified, over many runs and a re-layout."""
+modified, over many runs and a re-layout; bench/seed-like.conf runs."""
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -180,6 +181,17 @@ size=32m
                 assert jobs["rr"]["layout_usec"] == 0, "a matching probe file must be reused"
             elif round_ >= 2:
                 assert jobs["rw"]["layout_usec"] > 0, "a size change must lay the file out again"
+
+        # 3. the field notes' jobs (bench/seed-like.conf), shrunk to fit
+        with open(os.path.join(t.SRCDIR, "bench", "seed-like.conf")) as f:
+            seed = f.read()
+        seed = re.sub(r"(?m)^directory=.*$", f"directory={mnt}", seed)
+        seed = re.sub(r"(?m)^size=.*$", "size=8m", re.sub(r"(?m)^runtime=.*$", "runtime=200ms", seed))
+        rc, jobs, err = once(conf, seed)
+        assert rc == 0, (rc, err)
+        assert len(jobs) == 12 and all(j["success"] for j in jobs.values()), jobs.keys()
+        assert jobs["rndwr-16k-fsync1"]["sync"]["total_ios"] > 0
+        assert jobs["seqwr-16k-fsync-end"]["sync"]["total_ios"] == 1
 
         assert sha256(neighbour) == neighbour_hash, "a file next to the probe directory changed"
         assert os.stat(neighbour).st_mtime == 1000000000
