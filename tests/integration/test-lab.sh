@@ -52,6 +52,9 @@ if [ "$IOPSD_LAB_CGROUP_KIND" = v1 ]; then
 	grep -qx "$mm 250" "$IOPSD_LAB_CGROUP/blkio.throttle.read_iops_device" || fail "cap not applied"
 fi
 
+# the throttle holds for a process in the cgroup reading the raw volume
+"$LAB" check "${opts[@]}" | grep -q "throttle holds" || fail "check: the cap does not hold"
+
 # run: the command lives in the lab's cgroup
 "$LAB" run "${opts[@]}" -- cat /proc/self/cgroup | grep -q "iopsd-lab-$name" || fail "run is not in the cgroup"
 "$LAB" run "${opts[@]}" -- sleep 60 &
