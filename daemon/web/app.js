@@ -15,7 +15,7 @@
 		text: color('text'), muted: color('muted'), grid: color('grid'), read: color('read'),
 		write: color('write'), third: color('third'), limit: color('limit'),
 		estimate: color('estimate'), atLimit: color('at-limit'), throttled: color('throttled'),
-		saturated: color('saturated'),
+		saturated: color('saturated'), total: color('total'),
 	};
 
 	const state = {
@@ -156,6 +156,22 @@
 
 	/* ---- Chart.js ---- */
 
+	/* Diagonal lines, for states that may overlap a tint. */
+	function hatch(colour) {
+		const c = document.createElement('canvas');
+		c.width = c.height = 8;
+		const ctx = c.getContext('2d');
+		ctx.strokeStyle = colour;
+		ctx.lineWidth = 1.5;
+		ctx.beginPath();
+		for (const o of [-8, 0, 8]) {
+			ctx.moveTo(o, 8);
+			ctx.lineTo(o + 8, 0);
+		}
+		ctx.stroke();
+		return ctx.createPattern(c, 'repeat');
+	}
+
 	/* Shaded time ranges behind the datasets: chart.$bands = [{from, to, color}]. */
 	const bandsPlugin = {
 		id: 'iopsdBands',
@@ -213,8 +229,10 @@
 		}, extra || {});
 	}
 
+	/* A horizontal guide in a stack of its own, drawn over the data (Chart.js
+	 * draws lower `order` last). */
 	function limitSet(id, label, colour, dash) {
-		return lineSet(id, label, colour, {borderDash: dash, borderWidth: 2, stack: id, fill: false});
+		return lineSet(id, label, colour, {borderDash: dash, borderWidth: 2, stack: id, fill: false, order: -1});
 	}
 
 	function makeChart(canvas, datasets, yScales, fmtValue, type) {
@@ -254,6 +272,8 @@
 		}, extra || {});
 	}
 
+	let hatchThrottled = null;
+
 	/* ---- the device view ---- */
 
 	function panel(title, items, label) {
@@ -275,16 +295,17 @@
 		const w = () => 'over the last ' + fmtWindow(state.window);
 
 		v.iops = panel('IOPS', [
+			{key: 'total', label: 'total', cls: 'total'},
 			{key: 'read', label: 'read', cls: 'read'},
 			{key: 'write', label: 'write', cls: 'write'},
-			{key: 'total', label: 'total'},
 			{key: 'limit', label: 'limit', cls: 'limit'},
-		], 'IOPS of ' + name + ' ' + w() + ', reads and writes stacked, with the declared limit');
+		], 'IOPS of ' + name + ' ' + w() + ': reads, writes and their total, with the declared limit');
 		v.tput = panel('Throughput', [
+			{key: 'total', label: 'total', cls: 'total'},
 			{key: 'read', label: 'read', cls: 'read'},
 			{key: 'write', label: 'write', cls: 'write'},
 			{key: 'limit', label: 'limit', cls: 'limit'},
-		], 'Throughput of ' + name + ' in MiB/s ' + w());
+		], 'Throughput of ' + name + ' in MiB/s ' + w() + ', with the declared limit');
 		v.util = panel('Utilization and queue', [
 			{key: 'util', label: 'util', cls: 'read'},
 			{key: 'queue', label: 'queue (aqu-sz)', cls: 'third'},
@@ -300,21 +321,17 @@
 			h('div', {class: 'card-head'}, v.title, v.sub, v.badges),
 			h('div', {class: 'panels'}, v.iops.fig, v.tput.fig, v.util.fig, v.await.fig));
 
-		const stacked = {stacked: true};
-		v.iops.chart = makeChart(v.iops.canvas, [
-			lineSet('read', 'read', C.read, {fill: 'origin', backgroundColor: C.read + '55', stack: 'io'}),
-			lineSet('write', 'write', C.write, {fill: '-1', backgroundColor: C.write + '55', stack: 'io'}),
+		const ioSets = () => [
+			lineSet('read', 'read', C.read),
+			lineSet('write', 'write', C.write),
+			lineSet('total', 'total', C.total, {borderWidth: 2.5}),
 			Object.assign(limitSet('limit', 'declared limit', C.limit, [7, 4]), {isGuide: true}),
 			Object.assign(limitSet('estimate', 'detected ceiling', C.estimate, [2, 3]), {isGuide: true}),
-		], {y: yScale('IOPS', stacked)}, fmtNum);
-		v.tput.chart = makeChart(v.tput.canvas, [
-			lineSet('read', 'read', C.read, {fill: 'origin', backgroundColor: C.read + '55', stack: 'io'}),
-			lineSet('write', 'write', C.write, {fill: '-1', backgroundColor: C.write + '55', stack: 'io'}),
-			Object.assign(limitSet('limit', 'declared limit', C.limit, [7, 4]), {isGuide: true}),
-			Object.assign(limitSet('estimate', 'detected ceiling', C.estimate, [2, 3]), {isGuide: true}),
-		], {y: yScale('MiB/s', stacked)}, (y) => fmtNum(y) + ' MiB/s');
+		];
+		v.iops.chart = makeChart(v.iops.canvas, ioSets(), {y: yScale('IOPS')}, fmtNum);
+		v.tput.chart = makeChart(v.tput.canvas, ioSets(), {y: yScale('MiB/s')}, (y) => fmtNum(y) + ' MiB/s');
 		v.util.chart = makeChart(v.util.canvas, [
-			lineSet('util', 'util %', C.read, {yAxisID: 'y', fill: 'origin', backgroundColor: C.read + '33'}),
+			lineSet('util', 'util %', C.read, {yAxisID: 'y', borderWidth: 2}),
 			lineSet('member', 'busiest member %', C.write, {yAxisID: 'y'}),
 			lineSet('queue', 'aqu-sz', C.third, {yAxisID: 'q', borderWidth: 2}),
 		], {
@@ -399,7 +416,7 @@
 		const iopsLimit = limits.iops || 0;
 		const bpsLimit = limits.throughput_bytes_per_second || 0;
 		const atLimit = bands(s, 'at_limit', C.atLimit);
-		const throttled = bands(s, 'throttled', C.throttled);
+		const throttled = bands(s, 'throttled', hatchThrottled);
 		const ioBands = atLimit.concat(throttled);
 
 		/* header */
@@ -470,9 +487,9 @@
 		const ds = v.iops.chart.data.datasets;
 		ds[0].data = points(s, 'read_iops', 1);
 		ds[1].data = points(s, 'write_iops', 1);
-		guide(ds[2], iopsLimit, from, to);
-		guide(ds[3], iopsLimit ? 0 : ceiling.iops_estimate, from, to);
-		ds[2].label = 'declared limit ' + fmtNum(iopsLimit);
+		ds[2].data = points(s, 'iops', 1);
+		guide(ds[3], iopsLimit, from, to);
+		guide(ds[4], iopsLimit ? 0 : ceiling.iops_estimate, from, to);
 		v.iops.chart.options.scales.y.suggestedMax = Math.max(iopsLimit, ceiling.iops_estimate || 0) * 1.15 || undefined;
 		setRange(v.iops.chart, from, to, ioBands);
 
@@ -493,6 +510,7 @@
 
 		/* throughput */
 		const t = v.tput.now;
+		setText(t.total, fmtMiB(cur.rb === null ? null : cur.rb + cur.wb));
 		setText(t.read, fmtMiB(cur.rb));
 		setText(t.write, fmtMiB(cur.wb));
 		setText(t.limit, bpsLimit ? fmtMiB(bpsLimit) + ' (' + fmtPct(limits.throughput_ratio) + ')' : 'none');
@@ -500,8 +518,9 @@
 		const dt = v.tput.chart.data.datasets;
 		dt[0].data = points(s, 'read_bytes_per_second', 1 / MIB);
 		dt[1].data = points(s, 'write_bytes_per_second', 1 / MIB);
-		guide(dt[2], bpsLimit / MIB, from, to);
-		guide(dt[3], bpsLimit ? 0 : (ceiling.throughput_estimate_bytes_per_second || 0) / MIB, from, to);
+		dt[2].data = dt[0].data.map((p, i) => ({x: p.x, y: p.y === null ? null : p.y + (dt[1].data[i].y || 0)}));
+		guide(dt[3], bpsLimit / MIB, from, to);
+		guide(dt[4], bpsLimit ? 0 : (ceiling.throughput_estimate_bytes_per_second || 0) / MIB, from, to);
 		v.tput.chart.options.scales.y.suggestedMax = (bpsLimit / MIB) * 1.15 || undefined;
 		setRange(v.tput.chart, from, to, ioBands);
 
@@ -1052,6 +1071,7 @@
 	/* ---- controls ---- */
 
 	function setup() {
+		hatchThrottled = hatch(C.throttled);
 		Chart.defaults.color = C.text;
 		Chart.defaults.borderColor = C.grid;
 		Chart.defaults.font.family = rootStyle.getPropertyValue('font-family');
