@@ -914,6 +914,7 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 	return sd_event_source_set_time(s, usec + SWEEP_INTERVAL_USEC);
 }
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];

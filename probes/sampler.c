@@ -93,7 +93,7 @@ static void free_regexes(struct sampler *s)
 
 static int compile_regexes(struct sampler *s, const struct config *cfg)
 {
-	regex_t include, exclude;
+	regex_t include = {0}, exclude = {0};
 	bool has_include = false, has_exclude = false;
 
 	if (cfg->device_include && cfg->device_include[0] != '\0') {
