@@ -305,9 +305,7 @@ static int sysfs_dev_attr(const char *sysfs, dev_t dev, const char *attr, char *
 	return read_one_line(path, buf, len);
 }
 
-/* The logical block size of the device under `dev`: its own queue, or the
- * whole disk's for a partition; 512 when sysfs does not know it. */
-static unsigned logical_block_size(const char *sysfs, dev_t dev)
+unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
 {
 	char buf[32];
 	unsigned v;
@@ -346,26 +344,12 @@ static void sysfs_dev_name(const char *sysfs, dev_t dev, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-int probe_target_device(const struct probe_config *pc, const char *sysfs,
-			struct probe_target_device *ret)
+void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *ret)
 {
-	struct probe_target_device t = {0};
-	const char *path = pc->filename ? pc->filename : pc->directory;
-	struct stat st;
+	struct probe_target_device t = {.dev = dev, .disk = dev};
 	char buf[64];
 	unsigned maj, min;
 
-	if (!sysfs) {
-		sysfs = "/sys";
-	}
-	if (!path) {
-		return -EINVAL;
-	}
-	if (stat(path, &st) < 0) {
-		return -errno;
-	}
-	t.dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-	t.disk = t.dev;
 	sysfs_dev_name(sysfs, t.dev, t.name, sizeof(t.name));
 	if (sysfs_dev_attr(sysfs, t.dev, "partition", buf, sizeof(buf)) >= 0 &&
 	    sysfs_dev_attr(sysfs, t.dev, "../dev", buf, sizeof(buf)) >= 0 &&
@@ -374,6 +358,21 @@ int probe_target_device(const struct probe_config *pc, const char *sysfs,
 	}
 	sysfs_dev_name(sysfs, t.disk, t.disk_name, sizeof(t.disk_name));
 	*ret = t;
+}
+
+int probe_target_device(const struct probe_config *pc, const char *sysfs,
+			struct probe_target_device *ret)
+{
+	const char *path = pc->filename ? pc->filename : pc->directory;
+	struct stat st;
+
+	if (!path) {
+		return -EINVAL;
+	}
+	if (stat(path, &st) < 0) {
+		return -errno;
+	}
+	probe_device_of(sysfs ? sysfs : "/sys", S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev, ret);
 	return 0;
 }
 
@@ -843,7 +842,7 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (fstat(r->fd, &st) < 0) {
 		return -errno;
 	}
-	lbs = logical_block_size(r->sysfs, pf.is_block_device ? st.st_rdev : st.st_dev);
+	lbs = probe_logical_block_size(r->sysfs, pf.is_block_device ? st.st_rdev : st.st_dev);
 	if (r->bs % lbs != 0) {
 		set_message(res->message, sizeof(res->message),
 			    "bs=%" PRIu64 " is not a multiple of the logical block size (%u bytes) of the device under %s",

@@ -107,6 +107,12 @@ struct probe_target_device {
 };
 int probe_target_device(const struct probe_config *pc, const char *sysfs,
 			struct probe_target_device *ret);
+/* The same for a device number, from sysfs alone. */
+void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *ret);
+/* The logical block size of the device `dev`: its own queue's, or the whole
+ * disk's for a partition (which has no queue); 512 when sysfs does not know
+ * the device (tmpfs, btrfs, overlayfs have anonymous devices). */
+unsigned probe_logical_block_size(const char *sysfs, dev_t dev);
 
 /* Pure pieces of the engine, exported for unit tests. ------------------- */
 

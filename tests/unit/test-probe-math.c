@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -222,6 +224,67 @@ static void test_logical_block_size_parsing(void **state)
 	assert_int_equal(probe_parse_block_size("-512", &v), -EINVAL);
 }
 
+static void write_attr(const char *dir, const char *name, const char *value)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs(value, f);
+	fclose(f);
+}
+
+/* A sysfs tree like the kernel's: /sys/dev/block/M:m are symlinks into
+ * devices/, a partition is a directory inside its disk's, with no queue. */
+static void test_block_size_and_disk_come_from_sysfs(void **state)
+{
+	char root[] = "./sysfs-test-XXXXXX", path[512], cmd[600];
+	struct probe_target_device t;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %1$s/devices/nvme0n1/nvme0n1p2 %1$s/devices/nvme0n1/queue %1$s/dev/block "
+		 "%1$s/devices/loop5/queue && "
+		 "ln -s ../../devices/nvme0n1 %1$s/dev/block/259:0 && "
+		 "ln -s ../../devices/nvme0n1/nvme0n1p2 %1$s/dev/block/259:2 && "
+		 "ln -s ../../devices/loop5 %1$s/dev/block/7:5",
+		 root);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/devices/nvme0n1", root);
+	write_attr(path, "dev", "259:0\n");
+	write_attr(path, "queue/logical_block_size", "4096\n");
+	snprintf(path, sizeof(path), "%s/devices/nvme0n1/nvme0n1p2", root);
+	write_attr(path, "dev", "259:2\n");
+	write_attr(path, "partition", "2\n");
+	snprintf(path, sizeof(path), "%s/devices/loop5", root);
+	write_attr(path, "dev", "7:5\n");
+	write_attr(path, "queue/logical_block_size", "512\n");
+
+	/* a partition has no queue: its disk's block size applies */
+	assert_int_equal(probe_logical_block_size(root, makedev(259, 2)), 4096);
+	assert_int_equal(probe_logical_block_size(root, makedev(259, 0)), 4096);
+	assert_int_equal(probe_logical_block_size(root, makedev(7, 5)), 512);
+	/* unknown to sysfs (tmpfs, btrfs: anonymous major 0) */
+	assert_int_equal(probe_logical_block_size(root, makedev(0, 45)), 512);
+	assert_int_equal(probe_logical_block_size(root, makedev(8, 0)), 512);
+
+	probe_device_of(root, makedev(259, 2), &t);
+	assert_string_equal(t.name, "nvme0n1p2");
+	assert_string_equal(t.disk_name, "nvme0n1");
+	assert_true(t.disk == makedev(259, 0));
+	probe_device_of(root, makedev(7, 5), &t);
+	assert_string_equal(t.name, "loop5");
+	assert_string_equal(t.disk_name, "loop5");
+	assert_true(t.disk == makedev(7, 5));
+	probe_device_of(root, makedev(0, 45), &t);
+	assert_string_equal(t.name, "");
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_rng_is_deterministic_per_seed(void **state)
 {
 	uint64_t a = 5, b = 5, c = 6;
@@ -246,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_rate_pacing_does_not_drift),
 		cmocka_unit_test(test_timeout_is_twice_the_runtime),
 		cmocka_unit_test(test_logical_block_size_parsing),
+		cmocka_unit_test(test_block_size_and_disk_come_from_sysfs),
 		cmocka_unit_test(test_rng_is_deterministic_per_seed),
 	};
 
