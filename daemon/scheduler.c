@@ -168,7 +168,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 			histogram_init(&res->op[op].lat);
 		}
 		res->error = r;
-		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s", strerror(-r));
+		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s",
+			 strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
 		return true;
 	}
 	pthread_mutex_lock(&s->lock);

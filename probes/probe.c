@@ -749,7 +749,10 @@ static void job_loop(struct job *j)
 			if (n == -EINTR) {
 				continue;
 			}
-			job_fail(j, n, "waiting for I/O on %s failed: %s", r->target, strerror(-n));
+			char e[96];
+
+			job_fail(j, n, "waiting for I/O on %s failed: %s", r->target,
+				 probefile_strerror(n, e, sizeof(e)));
 			job_timeout(j, inflight, false);
 			break;
 		}
@@ -884,7 +887,10 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	}
 	pthread_attr_destroy(&attr);
 	if (e != 0) {
-		set_message(res->message, sizeof(res->message), "cannot start job threads: %s", strerror(e));
+		char b[96];
+
+		set_message(res->message, sizeof(res->message), "cannot start job threads: %s",
+			    probefile_strerror(e, b, sizeof(b)));
 	}
 	return e != 0 ? -e : (int)n;
 }
