@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-util.h"
+
 #include "config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -15,15 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct config *c = NULL;
 	char *text;
 
-	if (size > 65536) {
-		return 0;
-	}
-	text = malloc(size + 1);
+	text = fuzz_text(data, size, 65536);
 	if (!text) {
 		return 0;
 	}
-	memcpy(text, data, size);
-	text[size] = '\0';
 	if (config_load_string("fuzz.conf", text, &errs, &c) == 0) {
 		char buf[512];
 
