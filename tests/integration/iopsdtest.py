@@ -94,9 +94,10 @@ class Daemon:
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.proc = None
+        self.wrapper = []  # e.g. ["setpriv", "--reuid=nobody", ..., "--"]
 
     def start(self, wait_http=True, extra_args=()):
-        cmd = [IOPSD]
+        cmd = self.wrapper + [IOPSD]
         if os.path.exists(self.config):
             cmd += ["--config", self.config]
         cmd += ["--web.listen-address", f"127.0.0.1:{self.port}"] + self.args + list(extra_args)

@@ -134,7 +134,9 @@ def run_faults(fs, raw):
 
         # 1. probe directory removed, then recreated
         m = victim.mark()
-        shutil.rmtree(os.path.join(mnt, "victim"))
+        # renamed away first: the probe may be laying out inside it
+        os.rename(os.path.join(mnt, "victim"), os.path.join(mnt, "victim.removed"))
+        shutil.rmtree(os.path.join(mnt, "victim.removed"))
         assert victim.expect_failing("enoent", mark=m) == 1, d.read_log()
         assert root.state()["success"] == 1, "a fault on one probe's directory failed another"
         os.mkdir(os.path.join(mnt, "victim"))
