@@ -8,8 +8,9 @@ On one host, in one run:
     both serve the same 64 devices; iopsd declares an IOPS and throughput
     limit for each and runs 8 probes (4k randread, iodepth 1) on an ext4
     loop device (direct I/O) backed by a file on the host's /var/tmp disk;
-  * wrk (-t2 -c16) against each server's /metrics, without and with
-    Accept-Encoding: gzip (what Prometheus sends): requests/s, p50, p99;
+  * wrk (-t2 -c16, then -t1 -c1 as a Prometheus server scrapes a target)
+    against each server's /metrics, without and with Accept-Encoding: gzip
+    (what Prometheus sends): requests/s, p50, p99;
   * iopsd's probe latency (the p50 of every probe run, from
     /api/v1/history) in three phases of equal length: idle; idle but with
     every CPU kept busy by nice-19 spinners (a VM's vCPU that never halts
@@ -69,8 +70,9 @@ def to_ms(value, unit):
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def wrk(url, seconds, gzip):
-    cmd = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency", url]
+def wrk(url, seconds, gzip, connections=16):
+    threads = 2 if connections > 1 else 1
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if gzip:
         cmd[1:1] = ["-H", "Accept-Encoding: gzip"]
     out = run(*cmd)
@@ -179,6 +181,11 @@ def main():
         t_end = time.time()
         results["node_exporter"] = wrk(nurl, a.duration // 2, False)
         results["node_exporter_gzip"] = wrk(nurl, a.duration // 2, True)
+        # one connection, as a Prometheus server scrapes a target
+        results["iopsd_c1"] = wrk(iurl, 5, False, 1)
+        results["iopsd_gzip_c1"] = wrk(iurl, 5, True, 1)
+        results["node_exporter_c1"] = wrk(nurl, 5, False, 1)
+        results["node_exporter_gzip_c1"] = wrk(nurl, 5, True, 1)
         probe = {}
         for phase, t0, t1 in [("idle", t_idle, t_busy), ("busy", t_busy, t_load), ("load", t_load, t_end)]:
             p50s = phase_p50s(iport, t0, t1)
@@ -207,13 +214,14 @@ def main():
     print(f"/metrics of {N_DEVICES} devices and {N_PROBES} probes: iopsd {sizes['iopsd_bytes']} bytes "
           f"({sizes['iopsd_gzip_bytes']} gzip'd), node_exporter {sizes['node_exporter_bytes']} bytes; "
           f"iopsd renders both formats + gzip in {sizes['iopsd_render_seconds'] * 1000:.1f} ms per publish")
-    print("| server | encoding | requests/s | p50 | p99 |")
-    print("|---|---|---:|---:|---:|")
-    for key, name, enc in [("iopsd", "iopsd", "identity"), ("iopsd_gzip", "iopsd", "gzip"),
-                           ("node_exporter", "node_exporter", "identity"),
-                           ("node_exporter_gzip", "node_exporter", "gzip")]:
-        r = w[key]
-        print(f"| {name} | {enc} | {r['rps']:.0f} | {r['p50_ms']:.3f} ms | {r['p99_ms']:.3f} ms |")
+    print("| server | encoding | connections | requests/s | p50 | p99 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for suffix, conns in [("", 16), ("_c1", 1)]:
+        for key, name, enc in [("iopsd", "iopsd", "identity"), ("iopsd_gzip", "iopsd", "gzip"),
+                               ("node_exporter", "node_exporter", "identity"),
+                               ("node_exporter_gzip", "node_exporter", "gzip")]:
+            r = w[key + suffix]
+            print(f"| {name} | {enc} | {conns} | {r['rps']:.0f} | {r['p50_ms']:.3f} ms | {r['p99_ms']:.3f} ms |")
     print(f"iopsd / node_exporter requests/s: identity {w['iopsd']['rps'] / w['node_exporter']['rps']:.1f}x, "
           f"gzip {w['iopsd_gzip']['rps'] / w['node_exporter_gzip']['rps']:.1f}x")
     p = report["probe_latency"]
