@@ -138,6 +138,7 @@ struct parser {
 	unsigned explicit_seen; /* keys set in this section */
 	unsigned rwmixwrite;
 	unsigned rwmixwrite_line;
+	unsigned history_line;  /* last of history=, sample_interval=, max_history_memory= */
 	char seen_keys[48][32];
 	size_t n_seen_keys;
 
@@ -248,7 +249,7 @@ static const char *const global_only_keys[] = {
 	"listen_address", "web.listen-address", "state_directory", "web_config_file",
 	"log_level", "probe_interval", "sample_interval", "history", "device_include",
 	"device_exclude", "ceiling_threshold", "max_connections", "max_connections_per_ip",
-	"connection_timeout", "max_devices",
+	"connection_timeout", "max_devices", "max_history_memory", "max_probe_memory",
 };
 
 static const char *const probe_keys[] = {
@@ -570,10 +571,12 @@ static void handle_global_key(struct parser *p, const char *key, const char *val
 	} else if (strcmp(key, "sample_interval") == 0) {
 		if (get_duration(p, key, value, MIN_INTERVAL_USEC, 60ULL * USEC_PER_SEC, &v)) {
 			c->sample_interval_usec = v;
+			p->history_line = p->line;
 		}
 	} else if (strcmp(key, "history") == 0) {
 		if (get_duration(p, key, value, 10ULL * USEC_PER_SEC, MAX_HISTORY_USEC, &v)) {
 			c->history_usec = v;
+			p->history_line = p->line;
 		}
 	} else if (strcmp(key, "device_include") == 0 || strcmp(key, "device_exclude") == 0) {
 		if (check_regex(p, key, value)) {
@@ -598,6 +601,15 @@ static void handle_global_key(struct parser *p, const char *key, const char *val
 	} else if (strcmp(key, "max_devices") == 0) {
 		if (get_uint(p, key, value, 1, 65536, &v)) {
 			c->max_devices = (unsigned)v;
+		}
+	} else if (strcmp(key, "max_history_memory") == 0) {
+		if (get_size(p, key, value, 1ULL << 20, 64ULL << 30, &v)) {
+			c->max_history_memory = v;
+			p->history_line = p->line;
+		}
+	} else if (strcmp(key, "max_probe_memory") == 0) {
+		if (get_size(p, key, value, 1ULL << 20, 64ULL << 30, &v)) {
+			c->max_probe_memory = v;
 		}
 	}
 }
@@ -942,15 +954,50 @@ static int config_new_defaults(const char *path, struct config **ret)
 	c->max_connections_per_ip = 16;
 	c->connection_timeout_usec = 10ULL * USEC_PER_SEC;
 	c->max_devices = 4096;
+	c->max_history_memory = 64ULL << 20;
+	c->max_probe_memory = 128ULL << 20;
 	*ret = c;
 	return 0;
 }
 
 /* Checks across the whole file, after every section is known. */
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (double)(1ULL << 20);
+}
+
+/* Bounds on what a configuration makes the daemon allocate. */
+static void check_memory_limits(struct parser *p)
+{
+	struct config *c = p->cfg;
+	uint64_t interval = c->sample_interval_usec ? c->sample_interval_usec : USEC_PER_SEC;
+	uint64_t ring = (c->history_usec + interval - 1) / interval * CONFIG_HISTORY_BYTES_PER_SAMPLE;
+	uint64_t buffers = 0;
+	char a[32], b[32];
+
+	if (ring > c->max_history_memory) {
+		add_error(p, p->history_line, "history=%s at sample_interval=%s needs %.1f MiB per device, more than max_history_memory=%.1f MiB",
+			  format_duration(a, sizeof(a), c->history_usec), format_duration(b, sizeof(b), interval),
+			  mib(ring), mib(c->max_history_memory));
+	}
+	for (size_t i = 0; i < c->n_probes; i++) {
+		const struct probe_config *pc = &c->probes[i];
+
+		/* every job holds iodepth buffers of bs bytes while it runs */
+		buffers += pc->bs * pc->iodepth * pc->numjobs;
+		if (buffers > c->max_probe_memory) {
+			add_error(p, pc->line, "[%s]: the probes up to here need %.1f MiB of I/O buffers (bs * iodepth * numjobs, summed), more than max_probe_memory=%.1f MiB",
+				  pc->name, mib(buffers), mib(c->max_probe_memory));
+			break;
+		}
+	}
+}
+
 static void finish_config(struct parser *p)
 {
 	struct config *c = p->cfg;
 
+	check_memory_limits(p);
 	for (size_t i = 0; i < c->n_probes; i++) {
 		struct probe_config *pc = &c->probes[i];
 

@@ -12,6 +12,10 @@
 #define CONFIG_MAX_PROBES 64
 #define CONFIG_MAX_DEVICES 256
 #define CONFIG_MAX_ERRORS 64
+/* What one sample of one device costs in the history (a tag and 11 floats;
+ * history.h checks that its records fit), to size it against
+ * max_history_memory. */
+#define CONFIG_HISTORY_BYTES_PER_SAMPLE 48
 #define EX_CONFIG_STATUS 78
 
 enum probe_rw {
@@ -91,6 +95,8 @@ struct config {
 	unsigned max_connections_per_ip;
 	uint64_t connection_timeout_usec;
 	unsigned max_devices;
+	uint64_t max_history_memory; /* bytes: one device's history must fit */
+	uint64_t max_probe_memory; /* bytes: bs * iodepth * numjobs summed over probes */
 
 	struct probe_config *probes;
 	size_t n_probes;

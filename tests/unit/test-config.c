@@ -171,6 +171,38 @@ static void test_all_errors_are_collected(void **state)
 }
 
 /* Each fixture starts with "# expect LINE: text". */
+static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state)
+{
+	static const char heavy[] = "[global]\nsample_interval=100ms\nhistory=7d\n"
+				    "[seq]\nrw=read\nbs=1m\niodepth=64\nnumjobs=4\ndirectory=/data\n";
+	static const char raised[] = "[global]\nsample_interval=100ms\nhistory=7d\n"
+				     "max_history_memory=512m\nmax_probe_memory=1g\n"
+				     "[seq]\nrw=read\nbs=1m\niodepth=64\nnumjobs=4\ndirectory=/data\n";
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(config_load_builtin(&c), 0);
+	assert_int_equal(c->max_history_memory, 64ULL << 20);
+	assert_int_equal(c->max_probe_memory, 128ULL << 20);
+	config_free(c);
+	c = NULL;
+
+	/* 276 MiB of history per device and 256 MiB of buffers: both refused */
+	assert_int_equal(config_load_string("heavy.conf", heavy, &errs, &c), -EINVAL);
+	assert_null(c);
+	assert_int_equal(errs.n, 2);
+	assert_non_null(strstr(errs.items[0].message, "max_history_memory"));
+	assert_int_equal(errs.items[0].line, 3);
+	assert_non_null(strstr(errs.items[1].message, "max_probe_memory"));
+	assert_int_equal(errs.items[1].line, 4);
+	config_errors_clear(&errs);
+
+	assert_int_equal(config_load_string("raised.conf", raised, &errs, &c), 0);
+	assert_int_equal(c->max_history_memory, 512ULL << 20);
+	assert_int_equal(c->max_probe_memory, 1ULL << 30);
+	config_free(c);
+}
+
 static void test_each_invalid_fixture_reports_file_and_line(void **state)
 {
 	DIR *dir = opendir(CONFIG_FIXTURES "/invalid");
@@ -223,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_bare_fio_flags_and_comments),
 		cmocka_unit_test(test_missing_file_is_enoent),
 		cmocka_unit_test(test_all_errors_are_collected),
+		cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
 		cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
