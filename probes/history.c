@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "macro.h"
 #include "name_index.h"
@@ -22,7 +23,7 @@ struct history_record {
 
 struct device_ring {
 	char name[DISKSTATS_NAME_MAX];
-	struct history_record *records; /* n_slots, calloc'ed: untouched pages cost no RSS */
+	struct history_record *records; /* n_slots, zero_alloc()'ed */
 	uint64_t last_seq;
 };
 
@@ -47,6 +48,27 @@ struct history {
 	size_t n_probes;
 };
 
+/* Zeroed memory straight from mmap: a page becomes resident only when the
+ * ring first writes into it, so an hour-long ring costs RSS as it fills, not
+ * up front (calloc() may serve a large block from the heap and memset it). */
+static void *zero_alloc(size_t n, size_t size)
+{
+	void *p;
+
+	if (n == 0 || size > SIZE_MAX / n) {
+		return NULL;
+	}
+	p = mmap(NULL, n * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void zero_free(void *p, size_t n, size_t size)
+{
+	if (p) {
+		munmap(p, n * size);
+	}
+}
+
 static size_t slots_for(const struct config *cfg)
 {
 	uint64_t interval = cfg->sample_interval_usec ? cfg->sample_interval_usec : USEC_PER_SEC;
@@ -62,20 +84,20 @@ static const char *ring_name_get(const void *base, size_t i)
 
 static void clear_locked(struct history *h)
 {
-	for (size_t i = 0; i < h->n_rings; i++) {
-		free(h->rings[i].records);
+	for (size_t i = 0; h->rings && i < h->n_rings; i++) {
+		zero_free(h->rings[i].records, h->n_slots, sizeof(struct history_record));
 	}
-	free(h->rings);
+	zero_free(h->rings, h->max_devices, sizeof(*h->rings));
 	h->rings = NULL;
 	h->n_rings = 0;
-	for (size_t i = 0; i < h->n_probes; i++) {
+	for (size_t i = 0; h->probes && i < h->n_probes; i++) {
 		free(h->probes[i].name);
-		free(h->probes[i].points);
+		zero_free(h->probes[i].points, h->n_slots, sizeof(struct history_probe_point));
 	}
 	free(h->probes);
 	h->probes = NULL;
 	h->n_probes = 0;
-	free(h->timestamps);
+	zero_free(h->timestamps, h->n_slots, sizeof(*h->timestamps));
 	h->timestamps = NULL;
 	name_index_done(&h->index);
 	h->seq = 0;
@@ -85,8 +107,8 @@ static int setup_locked(struct history *h, const struct config *cfg)
 {
 	h->n_slots = slots_for(cfg);
 	h->max_devices = cfg->max_devices ? cfg->max_devices : 1;
-	h->timestamps = calloc(h->n_slots, sizeof(*h->timestamps));
-	h->rings = calloc(h->max_devices, sizeof(*h->rings));
+	h->timestamps = zero_alloc(h->n_slots, sizeof(*h->timestamps));
+	h->rings = zero_alloc(h->max_devices, sizeof(*h->rings));
 	h->probes = calloc(HISTORY_MAX_PROBES, sizeof(*h->probes));
 	if (!h->timestamps || !h->rings || !h->probes) {
 		return -ENOMEM;
@@ -148,7 +170,7 @@ static int sweep_locked(struct history *h)
 
 	for (size_t i = 0; i < h->n_rings; i++) {
 		if (ring_is_expired(h, &h->rings[i])) {
-			free(h->rings[i].records);
+			zero_free(h->rings[i].records, h->n_slots, sizeof(struct history_record));
 			continue;
 		}
 		h->rings[w++] = h->rings[i];
@@ -174,7 +196,7 @@ static struct device_ring *ring_get_locked(struct history *h, const char *name)
 	}
 	ring = &h->rings[h->n_rings];
 	*ring = (struct device_ring){0};
-	ring->records = calloc(h->n_slots, sizeof(*ring->records));
+	ring->records = zero_alloc(h->n_slots, sizeof(*ring->records));
 	if (!ring->records) {
 		return NULL;
 	}
@@ -182,7 +204,7 @@ static struct device_ring *ring_get_locked(struct history *h, const char *name)
 	h->n_rings++;
 	if (name_index_build(&h->index, h->rings, h->n_rings, ring_name_get) < 0) {
 		h->n_rings--;
-		free(ring->records);
+		zero_free(ring->records, h->n_slots, sizeof(*ring->records));
 		return NULL;
 	}
 	return ring;
@@ -410,10 +432,10 @@ static struct probe_ring *probe_ring_get_locked(struct history *h, const char *n
 	p = &h->probes[h->n_probes];
 	*p = (struct probe_ring){0};
 	p->name = strdup(name);
-	p->points = calloc(h->n_slots, sizeof(*p->points));
+	p->points = zero_alloc(h->n_slots, sizeof(*p->points));
 	if (!p->name || !p->points) {
 		free(p->name);
-		free(p->points);
+		zero_free(p->points, h->n_slots, sizeof(*p->points));
 		*p = (struct probe_ring){0};
 		return NULL;
 	}

@@ -316,7 +316,7 @@ static void *reader_thread(void *arg)
 			}
 			free(p);
 		}
-		r->queries++;
+		__atomic_add_fetch(&r->queries, 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -330,7 +330,8 @@ static void test_queries_run_concurrently_with_appends(void **state)
 
 	assert_int_equal(history_new(cfg, &r.h), 0);
 	assert_int_equal(pthread_create(&t, NULL, reader_thread, &r), 0);
-	for (unsigned i = 0; i < 2000; i++) {
+	/* append until the reader has overlapped with a good number of appends */
+	for (unsigned i = 0; i < 2000 || (__atomic_load_n(&r.queries, __ATOMIC_ACQUIRE) < 100 && i < 10000000); i++) {
 		append(r.h, T0 + i * USEC_PER_SEC, names, 2, i, true);
 	}
 	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
