@@ -12,10 +12,10 @@
 #define CONFIG_MAX_PROBES 64
 #define CONFIG_MAX_DEVICES 256
 #define CONFIG_MAX_ERRORS 64
-/* What one sample of one device costs in the history (a tag and 11 floats;
- * history.h checks that its records fit), to size it against
+/* What one sample of one device may cost in the history (a tag and its
+ * floats; history.c checks that its records fit), to size it against
  * max_history_memory. */
-#define CONFIG_HISTORY_BYTES_PER_SAMPLE 48
+#define CONFIG_HISTORY_BYTES_PER_SAMPLE 64
 #define EX_CONFIG_STATUS 78
 
 enum probe_rw {

@@ -21,6 +21,9 @@ struct history_record {
 	struct history_rates rates;
 };
 
+_Static_assert(sizeof(struct history_record) <= CONFIG_HISTORY_BYTES_PER_SAMPLE,
+	       "the configuration sizes the history with CONFIG_HISTORY_BYTES_PER_SAMPLE");
+
 struct device_ring {
 	char name[DISKSTATS_NAME_MAX];
 	struct history_record *records; /* n_slots, zero_alloc()'ed */
@@ -77,6 +80,20 @@ static size_t slots_for(const struct config *cfg)
 	return n < 2 ? 2 : (size_t)n;
 }
 
+/* The device rings that fit: max_devices, fewer when max_history_memory
+ * does not hold that many (at least one: the configuration refuses a
+ * history where one device does not fit). */
+static unsigned rings_for(const struct config *cfg, size_t n_slots)
+{
+	uint64_t want = cfg->max_devices ? cfg->max_devices : 1;
+	uint64_t fit = cfg->max_history_memory / ((uint64_t)n_slots * sizeof(struct history_record));
+
+	if (cfg->max_history_memory == 0 || fit >= want) {
+		return (unsigned)want;
+	}
+	return fit > 0 ? (unsigned)fit : 1;
+}
+
 static const char *ring_name_get(const void *base, size_t i)
 {
 	return ((const struct device_ring *)base)[i].name;
@@ -106,7 +123,7 @@ static void clear_locked(struct history *h)
 static int setup_locked(struct history *h, const struct config *cfg)
 {
 	h->n_slots = slots_for(cfg);
-	h->max_devices = cfg->max_devices ? cfg->max_devices : 1;
+	h->max_devices = rings_for(cfg, h->n_slots);
 	h->timestamps = zero_alloc(h->n_slots, sizeof(*h->timestamps));
 	h->rings = zero_alloc(h->max_devices, sizeof(*h->rings));
 	h->probes = calloc(HISTORY_MAX_PROBES, sizeof(*h->probes));
@@ -150,7 +167,7 @@ int history_set_config(struct history *h, const struct config *cfg)
 	int r = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if (slots_for(cfg) != h->n_slots || cfg->max_devices != h->max_devices) {
+	if (slots_for(cfg) != h->n_slots || rings_for(cfg, slots_for(cfg)) != h->max_devices) {
 		clear_locked(h);
 		r = setup_locked(h, cfg);
 	}

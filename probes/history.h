@@ -46,7 +46,8 @@ struct history_probe_point {
 struct history;
 
 /* Size the history from cfg->history_usec / cfg->sample_interval_usec slots
- * and cfg->max_devices rings. */
+ * and cfg->max_devices rings, or as many rings as cfg->max_history_memory
+ * holds when that is fewer. */
 int history_new(const struct config *cfg, struct history **ret);
 struct history *history_free(struct history *h);
 

@@ -187,7 +187,7 @@ static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state
 	config_free(c);
 	c = NULL;
 
-	/* 276 MiB of history per device and 256 MiB of buffers: both refused */
+	/* 369 MiB of history per device and 256 MiB of buffers: both refused */
 	assert_int_equal(config_load_string("heavy.conf", heavy, &errs, &c), -EINVAL);
 	assert_null(c);
 	assert_int_equal(errs.n, 2);

@@ -185,6 +185,31 @@ static void test_devices_beyond_max_devices_get_no_ring(void **state)
 	history_free(h);
 }
 
+static void test_history_memory_caps_the_number_of_rings(void **state)
+{
+	/* an hour at 1 s is 3600 records of at most 64 bytes a device: 1 MiB
+	 * holds four such rings, however many devices max_devices allows */
+	_cleanup_config_ struct config *cfg = make_config("[global]\nhistory=1h\nmax_history_memory=1m\n");
+	static const char *const names[] = {"a", "b", "c", "d", "e", "f"};
+	struct history *h = NULL;
+	char **list = NULL;
+	size_t n;
+
+	assert_int_equal(cfg->max_devices, 4096);
+	assert_int_equal(history_new(cfg, &h), 0);
+	append(h, T0, names, 6, 1, true);
+	assert_int_equal(history_devices(h, &list, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(list[3], "d");
+	history_names_free(list, n);
+	/* a reload with the same limits keeps what is there */
+	assert_int_equal(history_set_config(h, cfg), 0);
+	assert_int_equal(history_devices(h, &list, &n), 0);
+	assert_int_equal(n, 4);
+	history_names_free(list, n);
+	history_free(h);
+}
+
 static void test_step_averages_points_into_buckets(void **state)
 {
 	_cleanup_config_ struct config *cfg = make_config("[global]\nhistory=1m\n");
@@ -347,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_ring_keeps_only_the_configured_length),
 		cmocka_unit_test(test_invalid_samples_and_absent_devices_are_gaps),
 		cmocka_unit_test(test_devices_beyond_max_devices_get_no_ring),
+		cmocka_unit_test(test_history_memory_caps_the_number_of_rings),
 		cmocka_unit_test(test_step_averages_points_into_buckets),
 		cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
 		cmocka_unit_test(test_probe_points_are_kept_per_probe),
