@@ -19,123 +19,9 @@
 #include "device.h"
 #include "fileio.h"
 #include "macro.h"
+#include "sampler-env.h"
 
 #define EPS 1e-9
-
-/* A writable procfs (diskstats, self/mountinfo, pressure/io copied from a
- * fixture tree) next to the fixture's read-only sysfs, and a fake clock. */
-struct env {
-	char dir[64];
-	char fixture[1024];
-	char sys[1100];
-	uint64_t mono, real;
-	struct config *cfg;
-	struct sampler *s;
-};
-
-static uint64_t fake_clock(clockid_t clock, void *userdata)
-{
-	struct env *e = userdata;
-
-	return clock == CLOCK_MONOTONIC ? e->mono : e->real;
-}
-
-static void copy_file(const char *from, const char *to)
-{
-	_cleanup_free_ char *buf = NULL;
-	FILE *f;
-	int n;
-
-	n = read_virtual_file(from, 1 << 20, &buf);
-	assert_true(n >= 0);
-	f = fopen(to, "we");
-	assert_non_null(f);
-	assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-/* Put fixture file proc/NAME in place as the procfs's diskstats. */
-static void env_diskstats(struct env *e, const char *name)
-{
-	char from[1200], to[128];
-
-	snprintf(from, sizeof(from), "%s/proc/%s", e->fixture, name);
-	snprintf(to, sizeof(to), "%s/diskstats", e->dir);
-	copy_file(from, to);
-}
-
-static void env_setup(struct env *e, const char *tree, const char *config_text)
-{
-	struct config_errors errs = {0};
-	char from[1200], to[128];
-
-	*e = (struct env){.mono = 1000 * USEC_PER_SEC, .real = 1700000000 * USEC_PER_SEC};
-	snprintf(e->dir, sizeof(e->dir), "/tmp/iopsd-test-sampler-XXXXXX");
-	assert_non_null(mkdtemp(e->dir));
-	snprintf(e->fixture, sizeof(e->fixture), "%s/sampler/%s", FIXTURES_DIR, tree);
-	snprintf(e->sys, sizeof(e->sys), "%s/sys", e->fixture);
-	snprintf(to, sizeof(to), "%s/self", e->dir);
-	assert_int_equal(mkdir(to, 0755), 0);
-	snprintf(from, sizeof(from), "%s/proc/self/mountinfo", e->fixture);
-	snprintf(to, sizeof(to), "%s/self/mountinfo", e->dir);
-	copy_file(from, to);
-	snprintf(from, sizeof(from), "%s/proc/pressure/io", e->fixture);
-	if (access(from, F_OK) == 0) {
-		snprintf(to, sizeof(to), "%s/pressure", e->dir);
-		assert_int_equal(mkdir(to, 0755), 0);
-		snprintf(to, sizeof(to), "%s/pressure/io", e->dir);
-		copy_file(from, to);
-	}
-	env_diskstats(e, "diskstats");
-	assert_int_equal(config_load_string("test.conf", config_text ? config_text : "[global]\n", &errs,
-					    &e->cfg),
-			 0);
-	assert_int_equal(sampler_new(e->dir, e->sys, e->cfg, &e->s), 0);
-	sampler_set_clock(e->s, fake_clock, e);
-}
-
-/* A sysfs of our own, to change under the sampler. */
-static void env_private_sysfs(struct env *e)
-{
-	char cmd[2400];
-
-	snprintf(e->sys, sizeof(e->sys), "%s/sys", e->dir);
-	snprintf(cmd, sizeof(cmd), "cp -a '%s/sys' '%s'", e->fixture, e->sys);
-	assert_int_equal(system(cmd), 0);
-	sampler_free(e->s);
-	assert_int_equal(sampler_new(e->dir, e->sys, e->cfg, &e->s), 0);
-	sampler_set_clock(e->s, fake_clock, e);
-}
-
-static void env_teardown(struct env *e)
-{
-	char cmd[128];
-
-	sampler_free(e->s);
-	config_free(e->cfg);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
-	assert_int_equal(system(cmd), 0);
-}
-
-static struct sampler_snapshot *env_sample(struct env *e, uint64_t advance_sec)
-{
-	struct sampler_snapshot *snap = NULL;
-
-	e->mono += advance_sec * USEC_PER_SEC;
-	e->real += advance_sec * USEC_PER_SEC;
-	assert_int_equal(sampler_sample(e->s, &snap), 0);
-	assert_non_null(snap);
-	return snap;
-}
 
 static const struct device_state *get(const struct sampler_snapshot *s, const char *name)
 {
@@ -151,16 +37,16 @@ static const struct device_state *get(const struct sampler_snapshot *s, const ch
  * and xvdg at 87.91% (aggrutil=87.91%). */
 static void test_md0_members_reproduce_the_fio_run(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s0, *s1;
 	const struct device_state *md, *f, *g;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	s0 = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s0 = sampler_env_sample(&e, 0);
 	assert_false(get(s0, "md0")->rates.valid); /* nothing to derive from yet */
 	assert_false(get(s0, "md0")->member_rates.valid);
-	env_diskstats(&e, "diskstats.t60");
-	s1 = env_sample(&e, 60);
+	sampler_env_diskstats(&e, "diskstats.t60");
+	s1 = sampler_env_sample(&e, 60);
 
 	md = get(s1, "md0");
 	f = get(s1, "xvdf");
@@ -194,7 +80,7 @@ static void test_md0_members_reproduce_the_fio_run(void **state)
 	assert_int_equal(s1->realtime_usec, 1700000060 * USEC_PER_SEC);
 	sampler_snapshot_unref(s0);
 	sampler_snapshot_unref(s1);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void assert_names(const struct sampler_snapshot *s, const char *expected)
@@ -212,30 +98,30 @@ static void assert_names(const struct sampler_snapshot *s, const char *expected)
 
 static void test_default_filter_drops_ram_zram_unused_loops_and_partitions(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvdf,xvdg,nvme0n1,md0,dm-0,loop1");
 	assert_int_equal(s->n_devices_seen, 13);
 	assert_int_equal(s->n_devices_dropped, 0);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_partitions_holding_a_configured_target_are_kept(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char name[DISKSTATS_NAME_MAX];
 
-	env_setup(&e, "ec2-md-raid0",
+	sampler_env_setup(&e, "ec2-md-raid0",
 		  "[global]\n"
 		  "[spacey]\nrw=randread\ndirectory=/mnt/my disk/probe\n"
 		  "[mysql]\nrw=randread\ndirectory=/var/lib/mysql\n"
 		  "[device /]\niops_limit=3000\n");
-	s = env_sample(&e, 0);
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvda1,xvdf,xvdg,nvme0n1,nvme0n1p1,md0,dm-0,loop1");
 	assert_int_equal(sampler_device_for_target(e.s, "/mnt/my disk/probe", name), 0);
 	assert_string_equal(name, "nvme0n1p1");
@@ -243,45 +129,45 @@ static void test_partitions_holding_a_configured_target_are_kept(void **state)
 	assert_string_equal(name, "md0");
 	assert_int_equal(sampler_device_for_target(e.s, "/run/x", name), -ENODEV);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_include_and_exclude_regexes_select_devices(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 
 	/* include alone decides: partitions and unused loops too */
-	env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^(xvd|loop)\n");
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^(xvd|loop)\n");
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvda1,xvdf,xvdg,loop0,loop1");
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 
 	/* exclude drops on top of the default */
-	env_setup(&e, "ec2-md-raid0", "[global]\ndevice_exclude=^(xvd[fg]|loop)\n");
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_exclude=^(xvd[fg]|loop)\n");
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,nvme0n1,md0,dm-0");
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 
 	/* and wins over include */
-	env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^xvd\ndevice_exclude=[0-9]$\n");
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^xvd\ndevice_exclude=[0-9]$\n");
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvdf,xvdg");
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_reload_applies_the_new_filter(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	struct config *cfg = NULL;
 	struct config_errors errs = {0};
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = sampler_env_sample(&e, 0);
 	assert_int_equal(s->n_devices, 7);
 	sampler_snapshot_unref(s);
 
@@ -289,42 +175,42 @@ static void test_reload_applies_the_new_filter(void **state)
 	assert_int_equal(sampler_set_config(e.s, cfg), 0);
 	config_free(e.cfg);
 	e.cfg = cfg;
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	assert_names(s, "md0");
 	/* rates continue across the reload */
 	assert_true(get(s, "md0")->rates.valid);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_bad_regex_is_refused(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct config cfg;
 	struct sampler *s = NULL;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
 	cfg = *e.cfg;
 	cfg.device_include = (char *)"(unclosed";
 	assert_int_equal(sampler_new(e.dir, e.sys, &cfg, &s), -EINVAL);
 	assert_int_equal(sampler_set_config(e.s, &cfg), -EINVAL);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 /* xvdg disappears for a sample, then returns (counters restarted or not):
  * no rate is derived across the gap, the next one is right again. */
 static void test_device_vanishing_and_returning_restarts_its_rates(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char path[128];
 	_cleanup_free_ char *t0 = NULL, *t60 = NULL;
 	char *line, *end;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
 	snprintf(path, sizeof(path), "%s/diskstats", e.dir);
 	assert_true(read_virtual_file(path, 1 << 20, &t0) > 0);
-	sampler_snapshot_unref(env_sample(&e, 0));
+	sampler_snapshot_unref(sampler_env_sample(&e, 0));
 
 	/* xvdg gone */
 	line = strstr(t0, " xvdg ");
@@ -338,9 +224,9 @@ static void test_device_vanishing_and_returning_restarts_its_rates(void **state)
 		assert_non_null(without);
 		without = realloc(without, strlen(without) + strlen(end) + 1);
 		strcat(without, end);
-		write_file(path, without);
+		sampler_env_write_file(path, without);
 	}
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	assert_null(sampler_snapshot_find(s, "xvdg"));
 	assert_true(get(s, "xvdf")->rates.valid);
 	/* md0's aggregate covers the members still present */
@@ -348,23 +234,23 @@ static void test_device_vanishing_and_returning_restarts_its_rates(void **state)
 	sampler_snapshot_unref(s);
 
 	/* back, with the counters of 60 s later */
-	env_diskstats(&e, "diskstats.t60");
-	s = env_sample(&e, 1);
+	sampler_env_diskstats(&e, "diskstats.t60");
+	s = sampler_env_sample(&e, 1);
 	assert_false(get(s, "xvdg")->rates.valid);
 	assert_float_equal(get(s, "xvdg")->rates.read_iops, 0, EPS);
 	assert_false(get(s, "md0")->member_rates.valid);
 	sampler_snapshot_unref(s);
 
 	/* and derives again from there */
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	assert_true(get(s, "xvdg")->rates.valid);
 	assert_float_equal(get(s, "xvdg")->rates.read_iops, 0, EPS);
 	sampler_snapshot_unref(s);
 
 	/* a reset in place (counters restart at 0 under the same name) */
-	env_diskstats(&e, "diskstats");
+	sampler_env_diskstats(&e, "diskstats");
 	assert_true(read_virtual_file(path, 1 << 20, &t60) > 0);
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	/* every counter went back: nothing derived, nothing negative */
 	for (size_t i = 0; i < s->n_devices; i++) {
 		const struct device_rates *r = &s->devices[i].rates;
@@ -374,7 +260,7 @@ static void test_device_vanishing_and_returning_restarts_its_rates(void **state)
 	}
 	assert_false(get(s, "xvdf")->rates.valid);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_kernel_4x_trees_sample_without_psi(void **state)
@@ -382,13 +268,13 @@ static void test_kernel_4x_trees_sample_without_psi(void **state)
 	static const char *const trees[] = {"kernel-4.14", "kernel-4.18"};
 
 	for (size_t i = 0; i < ELEMENTSOF(trees); i++) {
-		struct env e;
+		struct sampler_env e;
 		struct sampler_snapshot *s;
 
-		env_setup(&e, trees[i], NULL);
-		sampler_snapshot_unref(env_sample(&e, 0));
-		env_diskstats(&e, "diskstats.t1");
-		s = env_sample(&e, 1);
+		sampler_env_setup(&e, trees[i], NULL);
+		sampler_snapshot_unref(sampler_env_sample(&e, 0));
+		sampler_env_diskstats(&e, "diskstats.t1");
+		s = sampler_env_sample(&e, 1);
 		assert_false(s->pressure.available);
 		assert_names(s, "sda");
 		assert_true(get(s, "sda")->rates.valid);
@@ -397,33 +283,33 @@ static void test_kernel_4x_trees_sample_without_psi(void **state)
 		assert_float_equal(get(s, "sda")->rates.discard_iops, i == 0 ? 0 : 3, EPS);
 		assert_string_equal(get(s, "sda")->topo.model, "Samsung SSD 860");
 		sampler_snapshot_unref(s);
-		env_teardown(&e);
+		sampler_env_teardown(&e);
 	}
 }
 
 static void test_psi_totals_are_in_the_snapshot(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = sampler_env_sample(&e, 0);
 	assert_true(s->pressure.available);
 	assert_int_equal(s->pressure.some_total_usec, 123456789);
 	assert_int_equal(s->pressure.full_total_usec, 98765432);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_snapshot_outlives_the_sampler(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s, *ref;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = sampler_env_sample(&e, 0);
 	ref = sampler_snapshot_ref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 	assert_string_equal(get(s, "nvme0n1")->topo.model, "Amazon Elastic Block Store");
 	assert_string_equal(get(s, "dm-0")->topo.dm_name, "vg0-data");
 	assert_null(sampler_snapshot_unref(s));
@@ -433,32 +319,32 @@ static void test_snapshot_outlives_the_sampler(void **state)
 
 static void test_max_devices_caps_the_snapshot(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 
-	env_setup(&e, "ec2-md-raid0", "[global]\nmax_devices=3\n");
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\nmax_devices=3\n");
+	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvdf,xvdg");
 	assert_int_equal(s->n_devices_dropped, 4);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_malformed_lines_are_counted_across_samples(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char path[128];
 
-	env_setup(&e, "kernel-4.14", NULL);
+	sampler_env_setup(&e, "kernel-4.14", NULL);
 	snprintf(path, sizeof(path), "%s/diskstats", e.dir);
-	write_file(path, "8 0 sda 1 2 3 4 5 6 7 8 9 10 11\nbroken line\n8 1 sda1 1 2\n");
-	sampler_snapshot_unref(env_sample(&e, 0));
-	s = env_sample(&e, 1);
+	sampler_env_write_file(path, "8 0 sda 1 2 3 4 5 6 7 8 9 10 11\nbroken line\n8 1 sda1 1 2\n");
+	sampler_snapshot_unref(sampler_env_sample(&e, 0));
+	s = sampler_env_sample(&e, 1);
 	assert_int_equal(s->parse_errors_total, 4);
 	assert_int_equal(s->n_devices_seen, 1);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 /* losetup on an existing (unused, filtered) loop device does not change
@@ -466,81 +352,81 @@ static void test_malformed_lines_are_counted_across_samples(void **state)
  * sysfs again. */
 static void test_loop_device_set_up_later_appears(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char path[1200], ds[128];
 	_cleanup_free_ char *buf = NULL;
 	char *p;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	env_private_sysfs(&e);
-	s = env_sample(&e, 0);
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_env_private_sysfs(&e);
+	s = sampler_env_sample(&e, 0);
 	assert_null(sampler_snapshot_find(s, "loop0"));
 	sampler_snapshot_unref(s);
 
 	snprintf(path, sizeof(path), "%s/block/loop0/size", e.sys);
-	write_file(path, "2048\n");
+	sampler_env_write_file(path, "2048\n");
 	snprintf(path, sizeof(path), "%s/block/loop0/loop", e.sys);
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/block/loop0/loop/backing_file", e.sys);
-	write_file(path, "/var/tmp/new.img\n");
+	sampler_env_write_file(path, "/var/tmp/new.img\n");
 	snprintf(ds, sizeof(ds), "%s/diskstats", e.dir);
 	assert_true(read_virtual_file(ds, 1 << 20, &buf) > 0);
 	p = strstr(buf, "loop0 0 ");
 	assert_non_null(p);
 	p[6] = '7'; /* seven reads */
-	write_file(ds, buf);
+	sampler_env_write_file(ds, buf);
 
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	assert_non_null(sampler_snapshot_find(s, "loop0"));
 	assert_int_equal(get(s, "loop0")->topo.size_bytes, 2048 * 512);
 	assert_true(get(s, "loop0")->rates.valid);
 	assert_float_equal(get(s, "loop0")->rates.read_iops, 7, EPS);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 /* Mounts are not re-read every tick, but within the refresh period. */
 static void test_new_mount_is_noticed_at_the_next_refresh(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char path[128];
 	_cleanup_free_ char *buf = NULL, *more = NULL;
 
-	env_setup(&e, "ec2-md-raid0", NULL);
-	sampler_snapshot_unref(env_sample(&e, 0));
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_snapshot_unref(sampler_env_sample(&e, 0));
 	snprintf(path, sizeof(path), "%s/self/mountinfo", e.dir);
 	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
 	assert_true(asprintf(&more, "%s50 22 202:80 / /mnt/scratch rw - ext4 /dev/xvdf rw\n", buf) > 0);
-	write_file(path, more);
+	sampler_env_write_file(path, more);
 
-	s = env_sample(&e, 1);
+	s = sampler_env_sample(&e, 1);
 	assert_string_equal(get(s, "xvdf")->topo.mountpoints, "");
 	sampler_snapshot_unref(s);
-	s = env_sample(&e, 59);
+	s = sampler_env_sample(&e, 59);
 	assert_string_equal(get(s, "xvdf")->topo.mountpoints, "/mnt/scratch");
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 /* The ceiling hook sees each device's [device] section: by name, or by the
  * mount point the device holds. */
 static void test_declared_limits_reach_the_device(void **state)
 {
-	struct env e;
+	struct sampler_env e;
 	struct sampler_snapshot *s;
 
-	env_setup(&e, "ec2-md-raid0",
+	sampler_env_setup(&e, "ec2-md-raid0",
 		  "[global]\n[device /data]\niops_limit=6000\nthroughput_limit=250m\n"
 		  "[device xvdf]\niops_limit=3000\n");
-	s = env_sample(&e, 0);
+	s = sampler_env_sample(&e, 0);
 	assert_int_equal(get(s, "md0")->ceiling.iops_limit, 6000);
 	assert_int_equal(get(s, "md0")->ceiling.throughput_limit, 250ULL << 20);
 	assert_int_equal(get(s, "xvdf")->ceiling.iops_limit, 3000);
 	assert_int_equal(get(s, "xvdg")->ceiling.iops_limit, 0);
 	sampler_snapshot_unref(s);
-	env_teardown(&e);
+	sampler_env_teardown(&e);
 }
 
 static void test_missing_diskstats_is_an_error(void **state)
