@@ -1101,6 +1101,19 @@
 		$('filter-all').addEventListener('click', () => setSelected(new Set(deviceNames())));
 		$('filter-none').addEventListener('click', () => setSelected(new Set()));
 		$('filter-default').addEventListener('click', () => setSelected(null));
+		/* the pop-up closes with Escape (focus back on its summary) or a click elsewhere */
+		const filter = $('filter');
+		filter.addEventListener('keydown', (e) => {
+			if (e.key === 'Escape' && filter.open) {
+				filter.open = false;
+				filter.querySelector('summary').focus();
+			}
+		});
+		document.addEventListener('click', (e) => {
+			if (filter.open && !filter.contains(e.target)) {
+				filter.open = false;
+			}
+		});
 		$('pause').addEventListener('click', (e) => {
 			state.paused = !state.paused;
 			e.target.setAttribute('aria-pressed', String(state.paused));

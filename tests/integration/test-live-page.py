@@ -188,9 +188,7 @@ def press_tab(browser, session, n):
     """Tab through the page; the ids (or tag names) that take the focus."""
     seen = []
     for _ in range(n):
-        for kind in ("keyDown", "keyUp"):
-            browser.send("Input.dispatchKeyEvent", {"type": kind, "key": "Tab", "code": "Tab",
-                                                    "windowsVirtualKeyCode": 9}, session=session)
+        press(browser, session, "Tab", "Tab", 9)
         seen.append(browser.evaluate(session, "document.activeElement.id || document.activeElement.tagName"))
     return seen
 
@@ -269,6 +267,27 @@ def check_page(browser, session, port, inner, outer):
     return page
 
 
+def press(browser, session, key, code, vk):
+    for kind in ("keyDown", "keyUp"):
+        browser.send("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": code,
+                                                "windowsVirtualKeyCode": vk}, session=session)
+
+
+def check_filter(browser, session, inner, outer):
+    """Unticking a device hides it and the URL keeps the choice; Escape
+    closes the pop-up; All shows every device again."""
+    browser.evaluate(session, f"""(() => {{ document.getElementById('filter').open = true;
+        const box = [...document.querySelectorAll('#filter-list input')].find((b) => b.value === '{outer}');
+        box.focus(); box.click(); }})()""")
+    r = browser.wait_for(session, f"""(() => {{ const r = {INSPECT};
+        return r.devices.length === 1 ? r : null; }})()""", timeout=5, what="one device after filtering")
+    assert r["devices"][0]["name"] == inner and f"devices={inner}" in r["url"], r["url"]
+    press(browser, session, "Escape", "Escape", 27)
+    assert browser.evaluate(session, "document.getElementById('filter').open") is False, "Escape left the filter open"
+    browser.evaluate(session, "document.getElementById('filter-all').click()")
+    browser.wait_for(session, f"{INSPECT}.devices.length === 2", timeout=5, what="both devices after All")
+
+
 def check_window_switch(browser, session):
     browser.evaluate(session, """(() => { const s = document.getElementById('window');
         s.value = '3600'; s.dispatchEvent(new Event('change')); })()""")
@@ -318,6 +337,7 @@ def main():
         page = check_page(browser, session, daemon.port, inner, outer)
         out = artifacts_dir()
         browser.screenshot(session, os.path.join(out, "live-page.png"))
+        check_filter(browser, session, inner, outer)
         check_window_switch(browser, session)
 
         # a phone: one column, nothing wider than the screen
