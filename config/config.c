@@ -250,6 +250,7 @@ static const char *const global_only_keys[] = {
 	"log_level", "probe_interval", "sample_interval", "history", "device_include",
 	"device_exclude", "ceiling_threshold", "max_connections", "max_connections_per_ip",
 	"connection_timeout", "max_devices", "max_history_memory", "max_probe_memory",
+	"max_history_points",
 };
 
 static const char *const probe_keys[] = {
@@ -611,6 +612,10 @@ static void handle_global_key(struct parser *p, const char *key, const char *val
 		if (get_size(p, key, value, 1ULL << 20, 64ULL << 30, &v)) {
 			c->max_probe_memory = v;
 		}
+	} else if (strcmp(key, "max_history_points") == 0) {
+		if (get_uint(p, key, value, 1000, 100000000, &v)) {
+			c->max_history_points = v;
+		}
 	}
 }
 
@@ -956,6 +961,7 @@ static int config_new_defaults(const char *path, struct config **ret)
 	c->max_devices = 4096;
 	c->max_history_memory = 64ULL << 20;
 	c->max_probe_memory = 128ULL << 20;
+	c->max_history_points = 50000;
 	*ret = c;
 	return 0;
 }

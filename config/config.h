@@ -97,6 +97,7 @@ struct config {
 	unsigned max_devices;
 	uint64_t max_history_memory; /* bytes: one device's history must fit */
 	uint64_t max_probe_memory; /* bytes: bs * iodepth * numjobs summed over probes */
+	uint64_t max_history_points; /* points in one /api/v1/history answer */
 
 	struct probe_config *probes;
 	size_t n_probes;

@@ -26,6 +26,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "gzip.h"
+#include "history.h"
 #include "log.h"
 #include "macro.h"
 #include "render_json.h"
@@ -56,6 +57,7 @@ struct http_server {
 	struct MHD_Daemon *daemons[HTTP_MAX_LISTEN];
 	size_t n_daemons;
 	uint64_t timeout_usec;
+	uint64_t max_history_points; /* cfg->max_history_points */
 	sd_event_source *sweep;
 
 	pthread_mutex_t conns_lock;
@@ -577,12 +579,34 @@ static enum MHD_Result handle_probes(struct request *q)
 	return respond_json(q, MHD_HTTP_OK, render_json_probes(q->snap, probe));
 }
 
+/* An upper bound on the points an /api/v1/history answer would hold: every
+ * series asked for (devices with history, probes) times the samples or
+ * steps in the window. */
+static uint64_t history_points(const struct snapshot *s, const struct history_request *hr,
+			       size_t *ret_series)
+{
+	uint64_t every = hr->step_usec > s->sample_interval_usec ? hr->step_usec : s->sample_interval_usec;
+	uint64_t per_series = every ? (hr->window_usec + every - 1) / every : hr->window_usec;
+	size_t n_devices = 0, n_probes = hr->probe ? 1 : s->n_probes;
+	char **names = NULL;
+
+	if (hr->device) {
+		n_devices = 1;
+	} else if (s->history && history_devices(s->history, &names, &n_devices) == 0) {
+		history_names_free(names, n_devices);
+	}
+	*ret_series = n_devices + n_probes;
+	return (uint64_t)*ret_series * per_series;
+}
+
 static enum MHD_Result handle_history(struct request *q)
 {
 	struct history_request hr = {.window_usec = 5 * 60 * USEC_PER_SEC};
 	const char *window, *step;
 	char err[128];
 	unsigned status;
+	uint64_t points;
+	size_t series;
 	int r;
 
 	if (hr.window_usec > q->snap->history_usec) {
@@ -612,6 +636,17 @@ static enum MHD_Result handle_history(struct request *q)
 	}
 	if (status) {
 		return respond_error(q, status, "%s", err);
+	}
+	/* each point costs ~1.7 KiB while the JSON is built: a client must not
+	 * make one answer take more memory than max_history_points allows */
+	points = history_points(q->snap, &hr, &series);
+	if (q->h->max_history_points && points > q->h->max_history_points) {
+		/* a step that brings the answer under the limit */
+		uint64_t step_sec = series * hr.window_usec / q->h->max_history_points / USEC_PER_SEC + 1;
+
+		return respond_error(q, MHD_HTTP_BAD_REQUEST,
+				     "%" PRIu64 "s of %zu series is %" PRIu64 " points, more than max_history_points=%" PRIu64 " in one answer: ask for step=%" PRIu64 "s or more, or for one device=",
+				     hr.window_usec / USEC_PER_SEC, series, points, q->h->max_history_points, step_sec);
 	}
 	return respond_json(q, MHD_HTTP_OK, render_json_history(q->snap, &hr));
 }
@@ -1108,6 +1143,7 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	}
 	h->registry = registry;
 	h->timeout_usec = cfg->connection_timeout_usec;
+	h->max_history_points = cfg->max_history_points;
 	pthread_mutex_init(&h->conns_lock, NULL);
 
 	if (cfg->web_config_file) {

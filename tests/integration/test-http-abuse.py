@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """HTTP abuse against the real daemon while a normal client scrapes: 512
 concurrent connections, slowloris (headers trickled), 1 MiB headers,
-invalid methods, path traversal, invalid UTF-8 in the path and the query.
+invalid methods, path traversal, invalid UTF-8 in the path and the query,
+a history request too large to answer.
 Throughout, the normal client (its own address, 127.0.0.1; the abusers
 come from 127.0.0.2-4, as separate hosts would) gets /metrics within a
 second, a probe keeps running on its schedule, and the daemon's memory
@@ -21,6 +22,7 @@ CONFIG = """[global]
 sample_interval=1s
 state_directory=@TMP@
 connection_timeout=3s
+max_history_points=1000
 
 [raw]
 rw=randread
@@ -201,6 +203,13 @@ def main():
             assert status is not None and 400 <= status < 500, (path, status, body[:200])
             err = json.loads(body)["error"]
             assert isinstance(err, str) and err, body
+
+        # 7. a history answer too large to build: refused, with a way out
+        status, body = raw_request(port, b"GET /api/v1/history?window=1h HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 400 and b"max_history_points" in body and b"step=" in body, (status, body[:300])
+        status, body = raw_request(port, b"GET /api/v1/history?window=1h&step=10s&device=" +
+                                   raw.name.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 200, (status, body[:300])
 
         elapsed = time.monotonic() - t_start
         scraper.stop.set()
