@@ -343,7 +343,9 @@ class UserTree:
         """Raise when a user file changed or vanished, or when something
         new exists outside the allowed paths."""
         now = self._scan(set(allowed))
-        changed = [p for p, v in self.snapshot.items() if now.get(p) != v]
+        under = tuple(a + "/" for a in allowed)
+        changed = [p for p, v in self.snapshot.items()
+                   if p not in allowed and not p.startswith(under) and now.get(p) != v]
         new = [p for p in now if p not in self.snapshot]
         assert not changed, f"user files changed or missing under {self.root}: {changed}"
         assert not new, f"new entries outside {allowed} under {self.root}: {new}"

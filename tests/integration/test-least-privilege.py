@@ -3,8 +3,10 @@
 the disk group and no capabilities, as the systemd unit runs it. A raw
 read probe works through the disk group (and fails with eacces without
 it); a write probe works in a directory the user owns; a write probe into
-a directory it does not own fails with eacces and nothing is created, and
-a .iopsd that belongs to someone else is refused. The unit grants exactly
+a directory it does not own fails with eacces and nothing is created, a
+.iopsd that belongs to someone else is refused, and a directory that stays
+root's works once its .iopsd is iopsd's (the documented setup). The unit
+grants exactly
 that: its own user, SupplementaryGroups=disk, read-only device access, no
 capabilities."""
 import os
@@ -41,6 +43,10 @@ directory={mnt}/notown
 [planted]
 rw=randread
 directory={mnt}/shared
+
+[prepared]
+rw=randwrite
+directory={mnt}/prepared
 """
 
 
@@ -117,6 +123,10 @@ def main():
         os.mkdir(os.path.join(mnt, "shared"), 0o1777)
         # root's .iopsd, planted before iopsd ran: readable, not iopsd's
         os.mkdir(os.path.join(mnt, "shared", ".iopsd"), 0o755)
+        # the documented setup: DIR stays root's, DIR/.iopsd is iopsd's
+        os.mkdir(os.path.join(mnt, "prepared"), 0o755)
+        os.mkdir(os.path.join(mnt, "prepared", ".iopsd"), 0o700)
+        os.chown(os.path.join(mnt, "prepared", ".iopsd"), NOBODY, NOBODY)
         tree.snapshot = tree._scan()
         tmp = os.path.join(fs.loop.dir, "daemon")
         os.mkdir(tmp, 0o755)
@@ -134,6 +144,7 @@ def main():
         raw_p, own, notown, planted = (t.ProbeWatch(d, n) for n in ("raw", "own", "notown", "planted"))
         raw_p.expect_recovered(timeout=15)      # the disk group reads the raw device
         own.expect_recovered(timeout=15)        # its own directory
+        t.ProbeWatch(d, "prepared").expect_recovered(timeout=15)  # only .iopsd is its own
         assert notown.expect_failing("eacces", mark=0) == 1, d.read_log()
         assert "Permission denied" in notown.last_failure(), notown.last_failure()
         assert planted.expect_failing("eacces", mark=0) == 1, d.read_log()
@@ -143,6 +154,10 @@ def main():
         assert st.st_uid == NOBODY and stat.S_IMODE(st.st_mode) == 0o600, st
         assert os.listdir(os.path.join(mnt, "notown")) == [], "something was created in notown"
         assert os.listdir(os.path.join(mnt, "shared", ".iopsd")) == [], "root's .iopsd was written"
+        # the condition clears (the directory is handed over): it recovers
+        os.chown(os.path.join(mnt, "notown"), NOBODY, NOBODY)
+        notown.expect_recovered()
+        assert "succeeds again" in d.read_log()
         assert d.proc.poll() is None
         rc, _ = d.stop()
         assert rc == 0, rc
@@ -155,7 +170,7 @@ def main():
         rc, _ = d.stop()
         assert rc == 0, rc
         d = None
-        n = tree.verify({"own/.iopsd"})
+        n = tree.verify({"own/.iopsd", "prepared/.iopsd", "notown/.iopsd"})
         print(f"ok: runs as uid {NOBODY} with groups {groups} and no capabilities; {n} user entries unchanged")
     except BaseException:
         if d:
