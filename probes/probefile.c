@@ -262,8 +262,11 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 	int r;
 
 	*ret_reclaim = 0;
+	/* O_NONBLOCK until it is known to be a regular file: opening a FIFO
+	 * planted in its place would otherwise block the run for good */
 	fd = openat(idfd, fname,
-		    (is_writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		    (is_writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+			    O_NOCTTY);
 	if (fd < 0) {
 		r = -errno;
 		if (r == -ENOENT) {
@@ -272,6 +275,11 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 		if (r == -ELOOP) {
 			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it",
 				directory, fname);
+		} else if (fstatat(idfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+			/* a FIFO or a device node refuses O_DIRECT */
+			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+				directory, fname);
+			return -EPERM;
 		} else if (r == -EINVAL) {
 			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
 				directory);
@@ -290,6 +298,9 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 		return -EPERM;
 	}
 	if (probefile_is_reusable((uint64_t)st.st_size, (uint64_t)st.st_blocks, (unsigned)st.st_nlink, size)) {
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+			return -errno;
+		}
 		return TAKE_FD(fd);
 	}
 	/* a hard link to it elsewhere keeps its blocks: count none as freed */

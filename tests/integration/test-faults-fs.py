@@ -3,8 +3,8 @@
 of user files: probe directory removed, read-only remount (EROFS), a full
 filesystem (ENOSPC before and during the layout's writes), lazy umount of
 the mount the probe writes to, .iopsd swapped for a symlink, the probe file
-deleted, truncated, replaced by a symlink to a block device or by a hard
-link to a user's file, and directory= naming a block device. Each fault:
+deleted, truncated, replaced by a symlink to a block device, by a FIFO or
+by a hard link to a user's file, and directory= naming a block device. Each fault:
 the daemon keeps serving, iopsd_probe_errors_total{reason} counts it,
 iopsd_probe_success is 0, one log line, and the probe recovers by itself
 once the condition clears. Afterwards every user file is byte-identical
@@ -214,6 +214,17 @@ def run_faults(fs, raw):
         assert root.expect_failing("other", mark=m) == 1, d.read_log()
         os.unlink(probe_file)
         root.expect_recovered()
+
+        # 7b. a read probe's file replaced by a FIFO: opening it must not
+        #     block the run for good
+        rfile = os.path.join(mnt, "rdir", ".iopsd", "reader.dat")
+        m = reader.mark()
+        os.unlink(rfile)
+        os.mkfifo(rfile, 0o600)
+        assert reader.expect_failing("eacces", mark=m) == 1, d.read_log()
+        assert "not a regular file" in reader.last_failure(), reader.last_failure()
+        os.unlink(rfile)
+        reader.expect_recovered()
 
         # 8. the probe file replaced by a hard link to a user's file of the
         #    same size: not reused, the link dropped, a fresh file laid out
