@@ -7,20 +7,20 @@
 #include <stddef.h>
 
 struct web_asset {
-	const char *path;             /* URL path: "/", "/assets/app.js" */
+	const char *path; /* URL path: "/", "/assets/app.js" */
 	const char *content_type;
-	const char *cache_control;    /* the page revalidates, versioned assets are immutable */
-	const unsigned char *data;    /* NUL-terminated (one byte past size) */
+	const char *cache_control; /* the page revalidates, versioned assets are immutable */
+	const unsigned char *data; /* NUL-terminated (one byte past size) */
 	size_t size;
-	const unsigned char *gz;      /* the same bytes gzip'd, NULL when that does not pay */
+	const unsigned char *gz; /* the same bytes gzip'd, NULL when that does not pay */
 	size_t gz_size;
-	const char *etag;             /* W/"<content hash>", valid for both codings */
+	const char *etag; /* W/"<content hash>", valid for both codings */
 };
 
 /* Content-Security-Policy of the page: scripts, styles, images and API
  * requests from this origin only; no inline code, no frames, no forms. */
-#define WEBPAGE_CSP                                                                            \
-	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "            \
+#define WEBPAGE_CSP                                                                                          \
+	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                          \
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 /* The generated table (webpage-assets.c in the build directory). */

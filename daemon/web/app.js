@@ -24,7 +24,8 @@
 		interval: 1,        /* the daemon's sample interval, seconds */
 		historyMax: 3600,
 		time: 0,            /* server time of the last history answer */
-		needFull: true,
+		minStep: 0,         /* the step the daemon asked for (max_history_points) */
+		probesLoaded: false,
 		meta: new Map(),    /* device name -> entry of /api/v1/devices */
 		series: new Map(),  /* device name -> {t: [], c: {column: []}, limits, ceiling} */
 		probeSeries: new Map(), /* probe name -> {t, p50, p99} */
@@ -99,7 +100,7 @@
 	}
 
 	function fmtWindow(s) {
-		return s < 3600 ? s / 60 + ' min' : s / 3600 + ' h';
+		return s < 60 || s % 60 ? s + ' s' : s < 3600 || s % 3600 ? s / 60 + ' min' : s / 3600 + ' h';
 	}
 
 	function fmtSize(b) {
@@ -235,9 +236,9 @@
 		return lineSet(id, label, colour, {borderDash: dash, borderWidth: 2, stack: id, fill: false, order: -1});
 	}
 
-	function makeChart(canvas, datasets, yScales, fmtValue, type) {
+	function makeChart(canvas, datasets, yScales, fmtValue) {
 		return new Chart(canvas, {
-			type: type || 'line',
+			type: 'line',
 			data: {datasets},
 			options: {
 				animation: false,
@@ -292,29 +293,28 @@
 		v.title = h('h3', {id: hid}, name);
 		v.sub = h('span', {class: 'sub'});
 		v.badges = h('div', {class: 'badges', 'aria-live': 'polite'});
-		const w = () => 'over the last ' + fmtWindow(state.window);
 
 		v.iops = panel('IOPS', [
 			{key: 'total', label: 'total', cls: 'total'},
 			{key: 'read', label: 'read', cls: 'read'},
 			{key: 'write', label: 'write', cls: 'write'},
 			{key: 'limit', label: 'limit', cls: 'limit'},
-		], 'IOPS of ' + name + ' ' + w() + ': reads, writes and their total, with the declared limit');
+		], 'IOPS of ' + name + ' over the chosen window: reads, writes and their total, with the declared limit');
 		v.tput = panel('Throughput', [
 			{key: 'total', label: 'total', cls: 'total'},
 			{key: 'read', label: 'read', cls: 'read'},
 			{key: 'write', label: 'write', cls: 'write'},
 			{key: 'limit', label: 'limit', cls: 'limit'},
-		], 'Throughput of ' + name + ' in MiB/s ' + w() + ', with the declared limit');
+		], 'Throughput of ' + name + ' in MiB/s over the chosen window, with the declared limit');
 		v.util = panel('Utilization and queue', [
 			{key: 'util', label: 'util', cls: 'read'},
 			{key: 'queue', label: 'queue (aqu-sz)', cls: 'third'},
 			{key: 'member', label: 'busiest member', cls: 'write'},
-		], 'Utilization in percent and queue depth of ' + name + ' ' + w());
+		], 'Utilization in percent and queue depth of ' + name + ' over the chosen window');
 		v.await = panel('Await', [
 			{key: 'read', label: 'read', cls: 'read'},
 			{key: 'write', label: 'write', cls: 'write'},
-		], 'Average I/O wait of ' + name + ' in milliseconds ' + w());
+		], 'Average I/O wait of ' + name + ' in milliseconds over the chosen window');
 		v.util.now.memberRow.hidden = true;
 
 		v.el = h('article', {class: 'card device', 'data-device': name, 'aria-labelledby': hid},
@@ -704,18 +704,42 @@
 			body = null;
 		}
 		if (!r.ok) {
-			throw new Error(path.split('?')[0] + ': ' + r.status + (body && body.error ? ' ' + body.error : ''));
+			const e = new Error(path.split('?')[0] + ': ' + r.status + (body && body.error ? ' ' + body.error : ''));
+			e.status = r.status;
+			throw e;
 		}
 		return body;
 	}
 
+	/* A window the configured history can fill: the longest choice that
+	 * fits, or the whole history when it is shorter than a minute. */
+	function fitWindow() {
+		const sel = $('window');
+		if (state.window > state.historyMax) {
+			const fits = [...sel.options].map((o) => parseInt(o.value, 10)).filter((v) => v <= state.historyMax);
+			if (!fits.length) {
+				sel.append(h('option', {value: String(state.historyMax)}, fmtWindow(state.historyMax)));
+				fits.push(state.historyMax);
+			}
+			state.window = Math.max(...fits);
+		}
+		sel.value = String(state.window);
+	}
+
 	function chooseStep() {
-		const s = Math.ceil(state.window / POINTS);
+		const s = Math.max(Math.ceil(state.window / POINTS), state.minStep);
 		const step = s > state.interval ? s : 0;
 		if (step !== state.step) {
 			state.step = step;
-			state.needFull = true;
+			forget();
 		}
+	}
+
+	/* Drop what is stored: the next update loads whole windows again. */
+	function forget() {
+		state.series.clear();
+		state.probeSeries.clear();
+		state.probesLoaded = false;
 	}
 
 	/* The newest point stored for any device, 0 when none. */
@@ -727,27 +751,45 @@
 		return t;
 	}
 
-	function historyPath() {
-		const unit = state.step || state.interval;
-		let win = state.window;
-		const newest = newestPoint();
-		if (!state.needFull && newest > 0) {
-			/* from before the newest stored point: it (an averaged point
-			 * that was still filling) is replaced, the rest appended */
-			const need = Math.ceil(state.time - newest + unit) + 5;
-			if (need < state.window) {
-				win = need;
+	function historyPath(win, device) {
+		return '/api/v1/history?window=' + win + 's' + (state.step ? '&step=' + state.step + 's' : '') +
+			(device ? '&device=' + encodeURIComponent(device) : '');
+	}
+
+	/* The whole window of one device (and of every probe, which come along):
+	 * one answer per device keeps each small, and hidden devices cost
+	 * nothing. */
+	async function loadWindow(name) {
+		try {
+			return await getJSON(historyPath(state.window, name));
+		} catch (e) {
+			const m = e.status === 400 && /step=(\d+)s/.exec(e.message);
+			if (m) {
+				/* more points than the daemon answers at once: its step */
+				state.minStep = parseInt(m[1], 10);
+				chooseStep();
+				return getJSON(historyPath(state.window, name));
 			}
+			if (e.status === 404) {
+				return null; /* the device went away meanwhile */
+			}
+			throw e;
 		}
-		win = Math.max(1, Math.min(win, state.historyMax));
-		const full = win >= state.window;
-		return {full, path: '/api/v1/history?window=' + win + 's' + (state.step ? '&step=' + state.step + 's' : '')};
+	}
+
+	/* The seconds since the newest stored point, for every device and probe:
+	 * from before that point, so that it (an averaged step that was still
+	 * filling) is replaced and the rest appended. */
+	function increment() {
+		const unit = state.step || state.interval;
+		const need = Math.ceil(state.time - newestPoint() + unit) + 5;
+		return getJSON(historyPath(Math.max(1, Math.min(need, state.historyMax))));
 	}
 
 	function mergeDevice(d, answer, full) {
 		const cols = Object.keys(d.series).filter((k) => k !== 'time');
 		let s = state.series.get(d.name);
-		if (!s || full) {
+		if (full) {
 			s = {t: [], c: {}};
 			state.series.set(d.name, s);
 		}
@@ -892,6 +934,7 @@
 		state.selected = set;
 		saveURL();
 		render();
+		schedule(0); /* load the window of a device shown now */
 	}
 
 	/* ---- the URL keeps the view: ?window=300&devices=a,b ---- */
@@ -1012,39 +1055,62 @@
 			const [status, probes, devices] = await Promise.all([
 				getJSON('/api/v1/status'), getJSON('/api/v1/probes'), getJSON('/api/v1/devices'),
 			]);
-			if (state.time === 0) {
-				state.historyMax = status.history_seconds || 3600;
-				state.window = Math.min(state.window, state.historyMax);
-				$('window').value = String(state.window);
-				state.time = status.time;
-			}
-			state.interval = status.sample_interval_seconds || 1;
-			state.historyMax = status.history_seconds || 3600;
-			chooseStep();
-			const hp = historyPath();
-			const hist = await getJSON(hp.path);
 			if (gen !== state.gen) {
 				return false;
 			}
-			state.time = hist.time;
-			state.needFull = false;
-			if (hp.full) {
-				state.series.clear();
-				state.probeSeries.clear();
+			if (state.time === 0) {
+				state.historyMax = status.history_seconds || 3600;
+				fitWindow();
 			}
-			for (const d of hist.devices) {
-				mergeDevice(d, hist, hp.full);
-			}
-			for (const p of hist.probes) {
-				mergeProbe(p, hp.full);
-			}
+			state.interval = status.sample_interval_seconds || 1;
+			state.historyMax = status.history_seconds || 3600;
 			state.meta = new Map(devices.devices.map((d) => [d.name, d]));
+			state.probes = probes.probes;
+			chooseStep();
+			if (status.time - newestPoint() >= state.window) {
+				forget(); /* away for longer than the window (a hidden tab) */
+			}
+			state.time = status.time;
+
+			/* whole windows for the devices shown that have none yet; the
+			 * probes come with the first (or with any device's) */
+			const missing = deviceNames().filter((n) => isShown(n) && state.meta.has(n) && !state.series.has(n));
+			if (!state.probesLoaded && !missing.length && state.probes.length && state.meta.size) {
+				missing.push([...state.meta.keys()][0]);
+			}
+			const windows = await Promise.all(missing.map(loadWindow));
+			if (gen !== state.gen) {
+				return false;
+			}
+			for (const w of windows.filter(Boolean)) {
+				for (const d of w.devices) {
+					mergeDevice(d, w, true);
+				}
+				for (const p of w.probes) {
+					mergeProbe(p, true);
+				}
+				state.probesLoaded = true;
+			}
+
+			/* then the new seconds of everything loaded */
+			const inc = await increment();
+			if (gen !== state.gen) {
+				return false;
+			}
+			state.time = inc.time;
+			for (const d of inc.devices) {
+				if (state.series.has(d.name)) {
+					mergeDevice(d, inc, false);
+				}
+			}
+			for (const p of inc.probes) {
+				mergeProbe(p, false);
+			}
 			for (const name of [...state.series.keys()]) {
-				if (state.series.get(name).t.length === 0 && !state.meta.has(name)) {
+				if (!state.meta.has(name) && state.series.get(name).t.length === 0) {
 					state.series.delete(name);
 				}
 			}
-			state.probes = probes.probes;
 			renderHeader(status, state.probes);
 			render();
 			showError(null);
@@ -1081,8 +1147,9 @@
 		$('window').addEventListener('change', (e) => {
 			state.window = parseInt(e.target.value, 10);
 			state.gen++;
+			state.minStep = 0;
+			forget();
 			chooseStep();
-			state.needFull = true;
 			saveURL();
 			schedule(0);
 		});

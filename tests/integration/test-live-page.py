@@ -247,10 +247,12 @@ def check_page(browser, session, port, inner, outer):
     time.sleep(3)
     later = browser.evaluate(session, INSPECT)
     assert later["devices"][0]["xMax"] >= first_max + 2, (first_max, later["devices"][0]["xMax"])
-    history = [u for u in browser.requests(session) if "/api/v1/history" in u]
-    assert history[0].endswith("window=300s"), history[:2]
-    small = [u for u in history[1:] if int(u.split("window=")[1].split("s")[0]) <= 10]
-    assert len(small) >= 3, f"updates fetch the whole window: {history}"
+    # the whole window once per device, then the new seconds of all
+    history = [u.split("?", 1)[1] for u in browser.requests(session) if "/api/v1/history" in u]
+    whole = [q for q in history if q.startswith("window=300s&device=")]
+    assert sorted(q.split("device=")[1] for q in whole) == sorted([inner, outer]), history[:4]
+    small = [q for q in history if "device=" not in q and int(q.split("window=")[1].split("s")[0]) <= 10]
+    assert len(small) >= 3 and len(small) + len(whole) == len(history), f"updates fetch the whole window: {history}"
 
     problems = browser.problems(session)
     assert not problems, "\n".join(problems)
@@ -296,9 +298,9 @@ def check_window_switch(browser, session):
                          timeout=10, what="the 1 h window")
     assert "window=3600" in r["url"], r["url"]
     time.sleep(2)
-    stepped = [u for u in browser.requests(session) if "step=10s" in u]
-    assert stepped and stepped[0].endswith("window=3600s&step=10s"), stepped[:2]
-    assert any("step=10s" in u and "window=3600s" not in u for u in stepped), "1 h updates refetch the window"
+    stepped = [u.split("?", 1)[1] for u in browser.requests(session) if "step=10s" in u]
+    assert stepped and stepped[0].startswith("window=3600s&step=10s&device="), stepped[:2]
+    assert any("window=3600s" not in q for q in stepped), "1 h updates refetch the window"
 
 
 def main():

@@ -54,7 +54,8 @@ static void test_page_loads_only_embedded_assets_from_its_own_origin(void **stat
 				assert_int_equal(strncmp(q, "?v=", 3), 0);
 				*q = '\0';
 				assert_non_null(webpage_find(url));
-				assert_string_equal(webpage_find(url)->cache_control, "public, max-age=31536000, immutable");
+				assert_string_equal(webpage_find(url)->cache_control,
+						    "public, max-age=31536000, immutable");
 				n_assets++;
 			}
 		}
@@ -136,12 +137,12 @@ static void test_if_none_match_uses_weak_comparison(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_page_is_html_at_the_root_and_revalidated),
-		cmocka_unit_test(test_page_loads_only_embedded_assets_from_its_own_origin),
-		cmocka_unit_test(test_chart_library_is_embedded),
-		cmocka_unit_test(test_every_asset_has_type_validator_and_inflating_gzip_copy),
-		cmocka_unit_test(test_unknown_paths_are_not_found),
-		cmocka_unit_test(test_if_none_match_uses_weak_comparison),
+	    cmocka_unit_test(test_page_is_html_at_the_root_and_revalidated),
+	    cmocka_unit_test(test_page_loads_only_embedded_assets_from_its_own_origin),
+	    cmocka_unit_test(test_chart_library_is_embedded),
+	    cmocka_unit_test(test_every_asset_has_type_validator_and_inflating_gzip_copy),
+	    cmocka_unit_test(test_unknown_paths_are_not_found),
+	    cmocka_unit_test(test_if_none_match_uses_weak_comparison),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
