@@ -7,7 +7,9 @@ with no console error and no request leaving this origin; it must update
 by fetching only the new seconds, switch windows, be keyboard navigable,
 keep text contrast and fit a phone's width. Screenshots (desktop and phone)
 are saved as test artifacts."""
+import gzip
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -45,6 +47,14 @@ directory={mount}
 rate_iops=10
 runtime=300ms
 interval=3s
+
+[lab-missing]
+rw=randread
+bs=4k
+size=1m
+directory=@TMP@/missing
+runtime=100ms
+interval=2s
 
 [device {inner}]
 iops_limit={cap}
@@ -127,6 +137,7 @@ window.iopsdTestInspect = (pixels) => {
   });
   return {
     host: document.getElementById('host').textContent,
+    failing: document.getElementById('failing').hidden ? '' : document.getElementById('failing').textContent,
     version: document.getElementById('version').textContent,
     uptime: document.getElementById('uptime').textContent,
     error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
@@ -203,16 +214,22 @@ def check_page(browser, session, port, inner, outer):
     origin = f"http://127.0.0.1:{port}/"
     page = browser.wait_for(session, f"""(() => {{
         const r = {INSPECT};
-        const ok = r.devices.length === 2 && r.probes.length === 2 &&
+        const ok = r.devices.length === 2 && r.probes.length === 3 &&
             r.devices.every((d) => d.drawn === 4 && d.readPoints >= 5) &&
-            r.probes.every((p) => p.latencyPoints >= 1 && p.distributionBars >= 1);
+            r.probes.filter((p) => p.name.startsWith('lab-rand'))
+                .every((p) => p.latencyPoints >= 1 && p.distributionBars >= 1) &&
+            r.failing.includes('lab-missing');
         return ok ? r : null;
     }})()""", timeout=30, what="both devices and probes drawn")
 
     page = browser.evaluate(session, "iopsdTestInspect(true)")
     names = [d["name"] for d in page["devices"]]
     assert sorted(names) == sorted([inner, outer]), names
-    assert sorted(p["name"] for p in page["probes"]) == ["lab-randread", "lab-randwrite"], page["probes"]
+    assert sorted(p["name"] for p in page["probes"]) == ["lab-missing", "lab-randread", "lab-randwrite"], page["probes"]
+    # the header names the failing probe and why; its card says so too
+    assert page["failing"].startswith("Failing probe: lab-missing (cannot open directory"), page["failing"]
+    missing = next(p for p in page["probes"] if p["name"] == "lab-missing")
+    assert "failing" in missing["head"], missing
     assert page["host"] == socket.gethostname(), page["host"]
     assert page["version"] and page["version"] != "…", page["version"]
     assert page["uptime"].endswith(("s", "min")), page["uptime"]
@@ -275,6 +292,35 @@ def press(browser, session, key, code, vk):
                                                 "windowsVirtualKeyCode": vk}, session=session)
 
 
+def check_http(daemon):
+    """The page and its assets over plain HTTP: types, the policy, caching."""
+    status, hdr, body = daemon.get("/")
+    assert status == 200 and hdr["content-type"] == "text/html; charset=utf-8", (status, hdr)
+    csp = hdr["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp, csp
+    assert "http" not in csp and "*" not in csp and "unsafe" not in csp, csp
+    assert hdr["cache-control"] == "no-cache" and hdr["x-content-type-options"] == "nosniff", hdr
+    etag = hdr["etag"]
+    status, hdr304, body304 = daemon.get("/", headers={"If-None-Match": etag})
+    assert status == 304 and not body304 and hdr304["etag"] == etag, (status, hdr304)
+    status, hdrh, bodyh = daemon.get("/", method="HEAD")
+    assert status == 200 and not bodyh and hdrh["content-length"] == str(len(body)), hdrh
+    types = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+    refs = sorted(set(re.findall(r'"(/assets/[^"?]+)\?v=[0-9a-f]+"', body.decode())))
+    assert refs == ["/assets/app.js", "/assets/chart.js", "/assets/favicon.svg", "/assets/style.css"], refs
+    for path in refs:
+        status, h1, plain = daemon.get(path)
+        assert status == 200 and h1["content-type"] == types[os.path.splitext(path)[1]], (path, status, h1)
+        assert h1["cache-control"] == "public, max-age=31536000, immutable", (path, h1)
+        status, h2, packed = daemon.get(path, headers={"Accept-Encoding": "gzip"})
+        if h2.get("content-encoding") == "gzip":
+            assert gzip.decompress(packed) == plain, path
+    status, h2, _ = daemon.get("/assets/chart.js", headers={"Accept-Encoding": "gzip"})
+    assert h2.get("content-encoding") == "gzip" and h2["vary"] == "Accept-Encoding", h2
+    status, _, err = daemon.get("/assets/nope.js")
+    assert status == 404 and b"error" in err, (status, err)
+
+
 def check_filter(browser, session, inner, outer):
     """Unticking a device hides it and the URL keeps the choice; Escape
     closes the pop-up; All shows every device again."""
@@ -333,6 +379,7 @@ def main():
 
         wait_until(at_limit_seconds, 40, interval=1, what=f"5 s at the limit on {inner}")
 
+        check_http(daemon)
         browser = Chromium(tmp)
         url = f"http://127.0.0.1:{daemon.port}/"
         session = open_page(browser, url, width=1280, height=900)
