@@ -36,6 +36,14 @@ struct sched_probe {
 	uint64_t n_failed;           /* failed runs since the last success */
 };
 
+/* How a failing probe stood when the scheduler stopped for a reload, so
+ * that the same fault is not logged again by the next generation. */
+struct failure_carry {
+	char *name;
+	int last_error;
+	uint64_t n_failed;
+};
+
 struct scheduler {
 	struct registry *registry;
 	int wake_fd;
@@ -51,7 +59,52 @@ struct scheduler {
 	size_t n_probes;
 	struct disk_group *groups;   /* at most one per probe */
 	size_t n_groups;
+	struct failure_carry *carried; /* from the last stop, by probe name */
+	size_t n_carried;
 };
+
+static void carry_free(struct scheduler *s)
+{
+	for (size_t i = 0; i < s->n_carried; i++) {
+		free(s->carried[i].name);
+	}
+	free(s->carried);
+	s->carried = NULL;
+	s->n_carried = 0;
+}
+
+/* Remember the probes that are failing (their config is still alive). */
+static void carry_save(struct scheduler *s)
+{
+	carry_free(s);
+	s->carried = calloc(s->n_probes, sizeof(*s->carried));
+	for (size_t i = 0; s->carried && i < s->n_probes; i++) {
+		const struct sched_probe *p = &s->probes[i];
+		struct failure_carry *c = &s->carried[s->n_carried];
+
+		if (!p->was_failing) {
+			continue;
+		}
+		c->name = strdup(p->pc->name);
+		if (c->name) {
+			c->last_error = p->last_error;
+			c->n_failed = p->n_failed;
+			s->n_carried++;
+		}
+	}
+}
+
+static void carry_restore(struct scheduler *s, struct sched_probe *p)
+{
+	for (size_t i = 0; i < s->n_carried; i++) {
+		if (strcmp(s->carried[i].name, p->pc->name) == 0) {
+			p->was_failing = true;
+			p->last_error = s->carried[i].last_error;
+			p->n_failed = s->carried[i].n_failed;
+			return;
+		}
+	}
+}
 
 static uint64_t now_usec(void)
 {
@@ -327,6 +380,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 
 	scheduler_stop(s);
 	if (n == 0) {
+		carry_free(s);
 		return 0;
 	}
 	s->probes = calloc(n, sizeof(*s->probes));
@@ -348,6 +402,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 		p->s = s;
 		p->index = i;
 		p->pc = &cfg->probes[i];
+		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {
 			scheduler_stop(s);
@@ -355,6 +410,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 		}
 		p->has_thread = true;
 	}
+	carry_free(s);
 	return 0;
 }
 
@@ -381,6 +437,7 @@ void scheduler_stop(struct scheduler *s)
 		}
 		probe_run_free(p->stuck);
 	}
+	carry_save(s);
 	free(s->probes);
 	free(s->groups);
 	s->probes = NULL;
@@ -395,6 +452,7 @@ struct scheduler *scheduler_free(struct scheduler *s)
 		return NULL;
 	}
 	scheduler_stop(s);
+	carry_free(s);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

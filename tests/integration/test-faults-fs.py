@@ -11,6 +11,7 @@ once the condition clears. Afterwards every user file is byte-identical
 and nothing new exists outside .iopsd/."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -248,6 +249,13 @@ def run_faults(fs, raw):
         st = os.stat(rfile)
         assert st.st_size == 4 << 20 and st.st_blocks * 512 >= 4 << 20, "probe file not laid out again"
         assert reader.failures_logged() - logged <= 1, d.read_log()
+
+        # reloads do not log a fault that goes on again
+        for _ in range(2):
+            n = d.read_log().count("Reloaded")
+            d.signal(signal.SIGHUP)
+            t.wait_until(lambda: d.read_log().count("Reloaded") > n, 5, what="a reload")
+        blockdir.expect_failing("other", runs=3)
 
         # the daemon kept running through everything, the block device named
         # by directory= failed with one log line in total
