@@ -294,7 +294,7 @@ class UserTree:
     appeared outside `allowed` (paths relative to root: .iopsd of probe
     directories, and whatever the test itself creates)."""
 
-    def __init__(self, root, seed, n_files=40):
+    def __init__(self, root, seed, n_files=40, probe_files=()):
         import hashlib
         import random
         self._hashlib = hashlib
@@ -303,6 +303,7 @@ class UserTree:
         names = ["w.dat", ".iopsd.dat", "iopsd", ".iopsd-old", "notes.txt", "db.ibd"]
         names += [f"dir{rng.randrange(4)}/f{i:03d}.bin" for i in range(n_files)]
         names += ["dir0/.iopsd/w.dat"]  # a user's own ".iopsd" deeper down
+        names += list(probe_files)  # named like iopsd's own files, outside .iopsd
         for rel in names:
             path = os.path.join(root, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -115,7 +115,7 @@ def run_faults(fs, raw):
     try:
         t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=8", "oflag=direct")
         raw_sha = sha256_dev(raw.path, 8 << 20)
-        tree = t.UserTree(mnt, seed=7)
+        tree = t.UserTree(mnt, seed=7, probe_files=("root.dat", "victim.dat", "reader.dat", ".root.dat.tmp"))
         # a user's file of exactly the probe file's size, for the hard-link case
         with open(os.path.join(mnt, "dir1", "same-size.bin"), "wb") as f:
             f.write(os.urandom(4 << 20))
