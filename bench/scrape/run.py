@@ -12,10 +12,11 @@ On one host, in one run:
     against each server's /metrics, without and with Accept-Encoding: gzip
     (what Prometheus sends): requests/s, p50, p99;
   * iopsd's probe latency (the p50 of every probe run, from
-    /api/v1/history) in three phases of equal length: idle; idle but with
-    every CPU kept busy by nice-19 spinners (a VM's vCPU that never halts
-    completes I/O faster than one woken from idle, which would otherwise
-    pass for an effect of the load); and under wrk load on iopsd.
+    /api/v1/history) in three phases, interleaved over four cycles: idle;
+    idle but with every CPU kept busy by nice-19 spinners (a VM's vCPU that
+    never halts completes I/O faster than one woken from idle, which would
+    otherwise pass for an effect of the load); and under wrk load on iopsd
+    (gzip, 16 connections).
 
 Needs root (loop device, mount), wrk, prometheus-node-exporter.
 usage: run.py [--iopsd PATH] [--duration SECONDS] [--out FILE.json]"""
@@ -164,31 +165,39 @@ def main():
         assert sizes["iopsd_devices"] == N_DEVICES and sizes["node_exporter_devices"] == N_DEVICES, sizes
         assert sizes["iopsd_probes"] == N_PROBES, sizes
 
-        # probe latency: idle, CPUs busy at nice 19, wrk load on iopsd
-        t_idle = time.time()
-        time.sleep(a.duration)
-        t_busy = time.time()
-        spinners = [subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"])
-                    for _ in range(os.cpu_count() or 1)]
-        procs += spinners
-        time.sleep(a.duration)
-        for sp in spinners:
-            sp.kill()
-            sp.wait()
-        t_load = time.time()
-        results = {"iopsd": wrk(iurl, a.duration // 2, False)}
-        results["iopsd_gzip"] = wrk(iurl, a.duration - a.duration // 2, True)
-        t_end = time.time()
-        results["node_exporter"] = wrk(nurl, a.duration // 2, False)
-        results["node_exporter_gzip"] = wrk(nurl, a.duration // 2, True)
-        # one connection, as a Prometheus server scrapes a target
-        results["iopsd_c1"] = wrk(iurl, 5, False, 1)
-        results["iopsd_gzip_c1"] = wrk(iurl, 5, True, 1)
-        results["node_exporter_c1"] = wrk(nurl, 5, False, 1)
-        results["node_exporter_gzip_c1"] = wrk(nurl, 5, True, 1)
+        # wrk: requests/s and latency, 16 connections, then 1
+        results = {"iopsd": wrk(iurl, a.duration // 2, False),
+                   "iopsd_gzip": wrk(iurl, a.duration // 2, True),
+                   "node_exporter": wrk(nurl, a.duration // 2, False),
+                   "node_exporter_gzip": wrk(nurl, a.duration // 2, True),
+                   "iopsd_c1": wrk(iurl, 5, False, 1),
+                   "iopsd_gzip_c1": wrk(iurl, 5, True, 1),
+                   "node_exporter_c1": wrk(nurl, 5, False, 1),
+                   "node_exporter_gzip_c1": wrk(nurl, 5, True, 1)}
+
+        # probe latency: cycles of idle, CPUs busy at nice 19, and wrk load
+        # on iopsd (gzip, 16 connections), interleaved so that whatever
+        # else the host does falls on every phase alike
+        phases = {"idle": [], "busy": [], "load": []}
+        block = max(2, a.duration // 4)
+        for _ in range(4):
+            t0 = time.time()
+            time.sleep(block)
+            phases["idle"].append((t0, time.time()))
+            t0 = time.time()
+            spinners = [subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"])
+                        for _ in range(os.cpu_count() or 1)]
+            time.sleep(block)
+            for sp in spinners:
+                sp.kill()
+                sp.wait()
+            phases["busy"].append((t0, time.time()))
+            t0 = time.time()
+            wrk(iurl, block, True)
+            phases["load"].append((t0, time.time()))
         probe = {}
-        for phase, t0, t1 in [("idle", t_idle, t_busy), ("busy", t_busy, t_load), ("load", t_load, t_end)]:
-            p50s = phase_p50s(iport, t0, t1)
+        for phase, spans in phases.items():
+            p50s = [v for t0, t1 in spans for v in phase_p50s(iport, t0, t1)]
             probe[f"{phase}_runs"] = len(p50s)
             probe[f"{phase}_p50_us"] = statistics.median(p50s) * 1e6
         probe["change_vs_idle_percent"] = (probe["load_p50_us"] / probe["idle_p50_us"] - 1) * 100
