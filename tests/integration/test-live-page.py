@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from chromium import Chromium, find_chromium  # noqa: E402
@@ -222,6 +221,11 @@ def check_page(browser, session, port, inner, outer):
         return ok ? r : null;
     }})()""", timeout=30, what="both devices and probes drawn")
 
+    # the latest second is at the limit most of the time, not every time
+    browser.wait_for(session, f"""(() => {{ const d = {INSPECT}.devices.find((x) => x.name === '{inner}');
+        const read = d.texts.IOPS.find((t) => t.startsWith('read='));
+        return d.head.includes('at limit') && parseFloat(read.slice(5).replace(',', '')) > {CAP / 2}; }})()""",
+                     timeout=15, what=f"{inner} at its limit now")
     page = browser.evaluate(session, "iopsdTestInspect(true)")
     names = [d["name"] for d in page["devices"]]
     assert sorted(names) == sorted([inner, outer]), names
@@ -246,14 +250,12 @@ def check_page(browser, session, port, inner, outer):
     assert lim["painted"] >= 0.3 * lim["width"], f"limit line not painted in its colour: {lim}"
     assert dev["bands"] >= 1, f"no at-limit shading on {inner}: {dev}"
     assert f"limit {CAP} IOPS" in dev["head"], dev["head"]
-    assert "at limit" in dev["head"], f"no 'at limit' badge: {dev['head']}"
     assert by_name[outer]["tputLimit"] and abs(by_name[outer]["tputLimit"]["value"] - 8) < 1e-9, by_name[outer]
     assert not by_name[outer]["iopsLimit"], "an IOPS limit line where none is declared"
     # the numbers are there as text, next to each chart
     texts = dev["texts"]
     assert set(texts) == {"IOPS", "Throughput", "Utilization and queue", "Await"}, texts
-    read_iops = [float(t[5:].rstrip("/s").replace(",", "")) for t in texts["IOPS"] if t.startswith("read=")]
-    assert read_iops and read_iops[0] > CAP / 2, texts["IOPS"]
+    assert any(t.startswith("read=") and t.endswith("/s") for t in texts["IOPS"]), texts["IOPS"]
     assert any(t.startswith("util=") and t.endswith("%") for t in texts["Utilization and queue"]), texts
     assert any(t.startswith("read=") and t.endswith(("ms", "µs")) for t in texts["Await"]), texts
     assert any(t.startswith("read=") and t.endswith("MiB/s") for t in texts["Throughput"]), texts
@@ -261,9 +263,8 @@ def check_page(browser, session, port, inner, outer):
 
     # live: more seconds arrive, fetched a few seconds at a time
     first_max = dev["xMax"]
-    time.sleep(3)
-    later = browser.evaluate(session, INSPECT)
-    assert later["devices"][0]["xMax"] >= first_max + 2, (first_max, later["devices"][0]["xMax"])
+    browser.wait_for(session, f"{INSPECT}.devices.every((d) => d.xMax >= {first_max} + 3)", timeout=15,
+                     what="3 more seconds on the charts")
     # the whole window once per device, then the new seconds of all
     history = [u.split("?", 1)[1] for u in browser.requests(session) if "/api/v1/history" in u]
     whole = [q for q in history if q.startswith("window=300s&device=")]
@@ -343,10 +344,12 @@ def check_window_switch(browser, session):
         return r.devices.length && Math.abs(r.devices[0].xMax - r.devices[0].xMin - 3600) < 0.01 ? r : null; }})()""",
                          timeout=10, what="the 1 h window")
     assert "window=3600" in r["url"], r["url"]
-    time.sleep(2)
-    stepped = [u.split("?", 1)[1] for u in browser.requests(session) if "step=10s" in u]
-    assert stepped and stepped[0].startswith("window=3600s&step=10s&device="), stepped[:2]
-    assert any("window=3600s" not in q for q in stepped), "1 h updates refetch the window"
+
+    def stepped():
+        return [u.split("?", 1)[1] for u in browser.requests(session) if "step=10s" in u]
+
+    wait_until(lambda: any("window=3600s" not in q for q in stepped()), 15, what="1 h updates of a few seconds")
+    assert stepped()[0].startswith("window=3600s&step=10s&device="), stepped()[:2]
 
 
 def main():
