@@ -209,13 +209,43 @@ class LoopDevice:
     """A sparse backing file under /var/tmp attached to a loop device with
     direct I/O on. `name` should include the test's role (unique names)."""
 
-    def __init__(self, name, size_mb):
+    LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
+
+    def __init__(self, name, size_mb, private=False):
+        """private: a loop device of its own high number (LOOP_CTL_ADD),
+        for tests that detach and attach it again: `losetup -f` elsewhere
+        on the machine takes the lowest free number, not this one."""
         self.dir = tempfile.mkdtemp(prefix=f"iopsd-{name}-", dir="/var/tmp")
         self.backing = os.path.join(self.dir, "backing.img")
+        self.index = None
         with open(self.backing, "wb") as f:
             f.truncate(size_mb << 20)
-        out = run("losetup", "--direct-io=on", "--find", "--show", self.backing).stdout.decode().strip()
-        self.path = out
+        if private:
+            import fcntl
+            fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+            try:
+                for n in range(300 + os.getpid() % 200, 1000):
+                    if os.path.exists(f"/sys/block/loop{n}"):
+                        continue
+                    try:
+                        fcntl.ioctl(fd, self.LOOP_CTL_ADD, n)
+                    except OSError:
+                        continue
+                    self.index = n
+                    break
+            finally:
+                os.close(fd)
+            assert self.index is not None, "no free loop device number"
+            wait_until(lambda: os.path.exists(f"/dev/loop{self.index}"), 5, interval=0.02,
+                       what=f"/dev/loop{self.index}")
+            self.path = f"/dev/loop{self.index}"
+            run("losetup", "--direct-io=on", self.path, self.backing)
+        else:
+            self.path = run("losetup", "--direct-io=on", "--find", "--show", self.backing).stdout.decode().strip()
+        self.attached = True
+
+    def attach(self):
+        run("losetup", "--direct-io=on", self.path, self.backing)
         self.attached = True
 
     @property
@@ -229,6 +259,18 @@ class LoopDevice:
 
     def cleanup(self):
         self.detach()
+        if self.index is not None:
+            import fcntl
+            fd = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+            try:
+                for _ in range(50):
+                    try:
+                        fcntl.ioctl(fd, self.LOOP_CTL_REMOVE, self.index)
+                        break
+                    except OSError:
+                        time.sleep(0.1)  # still busy for a moment after the detach
+            finally:
+                os.close(fd)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -81,7 +81,7 @@ def free_loop_index():
 
 def real_devices():
     """Raw detach and hot add/remove on the real /proc and /sys."""
-    raw = t.LoopDevice("reliability-devices-raw", 8)
+    raw = t.LoopDevice("reliability-devices-raw", 8, private=True)
     extra = None
     d = None
     try:
@@ -97,8 +97,7 @@ def real_devices():
         raw.detach()
         assert p.expect_failing("enoent", mark=m) == 1, d.read_log()
         assert "no medium" in p.last_failure() or "detached" in p.last_failure(), p.last_failure()
-        t.run("losetup", "--direct-io=on", raw.path, raw.backing)
-        raw.attached = True
+        raw.attach()
         p.expect_recovered()
 
         # a loop device hot-added: it shows up; removed: it is gone
