@@ -27,7 +27,8 @@ json_t *probe_percentiles_to_json(const struct histogram *h)
 		char key[32];
 
 		snprintf(key, sizeof(key), "%f", histogram_fio_percentiles[i]);
-		set(p, key, json_integer((json_int_t)histogram_percentile(h, histogram_fio_percentiles[i])), &ok);
+		set(p, key, json_integer((json_int_t)histogram_percentile(h, histogram_fio_percentiles[i])),
+		    &ok);
 	}
 	return ok ? TAKE_PTR(p) : NULL;
 }
@@ -93,9 +94,9 @@ json_t *probe_op_result_to_json(const struct probe_op_result *r, enum probe_op o
 json_t *probe_result_to_json(const struct probe_result *r)
 {
 	static const char *const keys[_PROBE_OP_MAX] = {
-		[PROBE_OP_READ] = "read",
-		[PROBE_OP_WRITE] = "write",
-		[PROBE_OP_FSYNC] = "sync",
+	    [PROBE_OP_READ] = "read",
+	    [PROBE_OP_WRITE] = "write",
+	    [PROBE_OP_FSYNC] = "sync",
 	};
 	json_auto_t *o = json_object();
 	uint64_t errors[_PROBE_ERR_MAX] = {0};
@@ -114,7 +115,8 @@ json_t *probe_result_to_json(const struct probe_result *r)
 	set(o, "runtime_usec", json_integer((json_int_t)r->runtime_usec), &ok);
 	set(o, "layout_usec", json_integer((json_int_t)r->layout_usec), &ok);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		set(o, keys[op], probe_op_result_to_json(&r->op[op], (enum probe_op)op, r->runtime_usec), &ok);
+		set(o, keys[op], probe_op_result_to_json(&r->op[op], (enum probe_op)op, r->runtime_usec),
+		    &ok);
 		for (size_t e = 0; e < _PROBE_ERR_MAX; e++) {
 			errors[e] += r->op[op].errors[e];
 		}

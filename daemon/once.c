@@ -23,19 +23,14 @@ static json_t *job_to_json(const struct probe_config *pc, const struct probe_res
 	/* the job's own parameters first, as fio's "job options" */
 	if (json_object_set_new(o, "jobname", json_string(pc->name)) < 0 ||
 	    json_object_set_new(o, "target", json_string(pc->directory ? pc->directory : pc->filename)) < 0 ||
-	    json_object_set_new(o, "job options",
-				json_pack("{s:s, s:I, s:I, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I}",
-					  "rw", probe_rw_to_string(pc->rw),
-					  "bs", (json_int_t)pc->bs,
-					  "size", (json_int_t)pc->size,
-					  "iodepth", (int)pc->iodepth,
-					  "numjobs", (int)pc->numjobs,
-					  "ioengine", probe_engine_to_string(pc->ioengine),
-					  "rwmixread", (int)pc->rwmixread,
-					  "fsync", (int)pc->fsync,
-					  "runtime_usec", (json_int_t)pc->runtime_usec,
-					  "number_ios", (json_int_t)pc->number_ios,
-					  "rate_iops", (json_int_t)pc->rate_iops)) < 0) {
+	    json_object_set_new(
+		o, "job options",
+		json_pack("{s:s, s:I, s:I, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I}", "rw",
+			  probe_rw_to_string(pc->rw), "bs", (json_int_t)pc->bs, "size", (json_int_t)pc->size,
+			  "iodepth", (int)pc->iodepth, "numjobs", (int)pc->numjobs, "ioengine",
+			  probe_engine_to_string(pc->ioengine), "rwmixread", (int)pc->rwmixread, "fsync",
+			  (int)pc->fsync, "runtime_usec", (json_int_t)pc->runtime_usec, "number_ios",
+			  (json_int_t)pc->number_ios, "rate_iops", (json_int_t)pc->rate_iops)) < 0) {
 		json_decref(o);
 		return NULL;
 	}

@@ -28,12 +28,12 @@ struct sched_probe {
 	const struct probe_config *pc;
 	pthread_t thread;
 	bool has_thread;
-	struct probe_run *run;       /* under s->lock: the run in progress */
-	struct probe_run *stuck;     /* a timed-out run whose threads are still in the kernel */
+	struct probe_run *run;	 /* under s->lock: the run in progress */
+	struct probe_run *stuck; /* a timed-out run whose threads are still in the kernel */
 	bool was_failing;
-	int last_error;              /* the error of the last failure logged */
-	dev_t directory_dev;         /* the filesystem of its directory at the first success */
-	uint64_t n_failed;           /* failed runs since the last success */
+	int last_error;	     /* the error of the last failure logged */
+	dev_t directory_dev; /* the filesystem of its directory at the first success */
+	uint64_t n_failed;   /* failed runs since the last success */
 };
 
 /* How a failing probe stood when the scheduler stopped for a reload, so
@@ -52,12 +52,12 @@ struct scheduler {
 	void *gate_userdata;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;         /* CLOCK_MONOTONIC; stop and disk release broadcast it */
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; stop and disk release broadcast it */
 	bool is_stopping;
 	uint64_t start_usec;
 	struct sched_probe *probes;
 	size_t n_probes;
-	struct disk_group *groups;   /* at most one per probe */
+	struct disk_group *groups; /* at most one per probe */
 	size_t n_groups;
 	struct failure_carry *carried; /* from the last stop, by probe name */
 	size_t n_carried;
@@ -119,8 +119,8 @@ static uint64_t now_usec(void)
 static bool wait_until_locked(struct scheduler *s, uint64_t until)
 {
 	struct timespec ts = {
-		.tv_sec = (time_t)(until / USEC_PER_SEC),
-		.tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
+	    .tv_sec = (time_t)(until / USEC_PER_SEC),
+	    .tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
 	};
 
 	while (!s->is_stopping && now_usec() < until) {
@@ -207,9 +207,10 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 			}
 			res->error = -ETIMEDOUT;
 			res->op[probe_rw_reads(p->pc->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-				.errors[PROBE_ERR_TIMEOUT] = 1;
-			snprintf(res->message, sizeof(res->message),
-				 "timed out: the I/O of an earlier run is still pending, not starting another");
+			    .errors[PROBE_ERR_TIMEOUT] = 1;
+			snprintf(
+			    res->message, sizeof(res->message),
+			    "timed out: the I/O of an earlier run is still pending, not starting another");
 			return true;
 		}
 		p->stuck = probe_run_free(p->stuck);
@@ -255,8 +256,8 @@ static void log_result(struct sched_probe *p, const struct probe_result *res)
 
 	if (res->success) {
 		if (p->was_failing) {
-			log_info("Probe [%s] succeeds again after %" PRIu64 " failed run%s.", name, p->n_failed,
-				 p->n_failed == 1 ? "" : "s");
+			log_info("Probe [%s] succeeds again after %" PRIu64 " failed run%s.", name,
+				 p->n_failed, p->n_failed == 1 ? "" : "s");
 		}
 		log_debug("Probe [%s]: %.0f read IOPS, %.0f write IOPS, %.0f fsync/s in %" PRIu64 " ms", name,
 			  res->op[PROBE_OP_READ].iops, res->op[PROBE_OP_WRITE].iops,

@@ -7,18 +7,16 @@
 #include <string.h>
 
 const double histogram_fio_percentiles[HISTOGRAM_N_FIO_PERCENTILES] = {
-	1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99,
+    1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99,
 };
 
 const double histogram_prom_bounds_seconds[] = {
-	0.000005, 0.00001, 0.000025, 0.00005, 0.000075, 0.0001, 0.00015, 0.0002,
-	0.0003,   0.0004,  0.0005,   0.00075, 0.001,    0.0015, 0.002,   0.003,
-	0.005,    0.0075,  0.01,     0.015,   0.02,     0.03,   0.05,    0.075,
-	0.1,      0.15,    0.25,     0.5,     1,        2.5,    5,       10,
-	30,       60,
+    0.000005, 0.00001, 0.000025, 0.00005, 0.000075, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004, 0.0005, 0.00075,
+    0.001,    0.0015,  0.002,	 0.003,	  0.005,    0.0075, 0.01,    0.015,  0.02,   0.03,   0.05,   0.075,
+    0.1,      0.15,    0.25,	 0.5,	  1,	    2.5,    5,	     10,     30,     60,
 };
 const size_t histogram_n_prom_bounds =
-	sizeof(histogram_prom_bounds_seconds) / sizeof(histogram_prom_bounds_seconds[0]);
+    sizeof(histogram_prom_bounds_seconds) / sizeof(histogram_prom_bounds_seconds[0]);
 
 void histogram_init(struct histogram *h)
 {

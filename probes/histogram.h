@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Sub-buckets per power of two; 64 gives bucket midpoints within 0.8%. */
-#define HISTOGRAM_SUB_BITS 6
+#define HISTOGRAM_SUB_BITS  6
 #define HISTOGRAM_SUB_COUNT (1u << HISTOGRAM_SUB_BITS)
 /* Covers 0 .. 2^37 ns (~137 s); larger values land in the last bucket. */
 #define HISTOGRAM_MAX_POW 37
@@ -14,8 +14,8 @@
 
 struct histogram {
 	uint64_t count;
-	uint64_t sum_ns;  /* saturating */
-	uint64_t min_ns;  /* UINT64_MAX when empty */
+	uint64_t sum_ns; /* saturating */
+	uint64_t min_ns; /* UINT64_MAX when empty */
 	uint64_t max_ns;
 	uint64_t buckets[HISTOGRAM_BUCKETS];
 };

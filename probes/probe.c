@@ -29,13 +29,13 @@
 #define GRACE_NS (1000 * NSEC_PER_MSEC)
 /* Budget for opening the target and creating the jobs, and the slowest
  * layout rate iopsd waits for. */
-#define PREPARE_BUDGET_NS (30 * NSEC_PER_SEC)
+#define PREPARE_BUDGET_NS	 (30 * NSEC_PER_SEC)
 #define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
 /* Longest single wait in a job, so that a cancel is seen even while I/O
  * is stuck. */
-#define JOB_WAIT_SLICE_NS (100 * NSEC_PER_MSEC)
+#define JOB_WAIT_SLICE_NS  (100 * NSEC_PER_MSEC)
 #define EXT_CANCEL_POLL_NS (100 * NSEC_PER_MSEC)
-#define BUF_ALIGN 4096
+#define BUF_ALIGN	   4096
 
 enum run_phase {
 	PHASE_PREPARE,
@@ -100,7 +100,7 @@ struct run {
 	enum run_phase phase;
 	bool is_cancelled; /* also read without the lock, atomically */
 	bool is_released;  /* jobs may leave the start line: */
-	bool go;           /* ...and run (false: a job could not set up) */
+	bool go;	   /* ...and run (false: a job could not set up) */
 	uint64_t cancel_ns;
 	uint64_t prepare_deadline_ns;
 	uint64_t start_ns;
@@ -154,8 +154,8 @@ uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len,
 	return off;
 }
 
-void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs,
-		      unsigned job, uint64_t *ret_start, uint64_t *ret_len)
+void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs, unsigned job,
+		      uint64_t *ret_start, uint64_t *ret_len)
 {
 	uint64_t blocks = size / bs, per;
 
@@ -174,8 +174,7 @@ void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned num
 	*ret_len = blocks * bs;
 }
 
-uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs,
-			   uint64_t rate_iops)
+uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs, uint64_t rate_iops)
 {
 	/* op n of job j is op n*numjobs+j of the whole run, due at that many
 	 * 1/rate_iops steps after the start: absolute, so no drift piles up */
@@ -360,8 +359,7 @@ void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *r
 	*ret = t;
 }
 
-int probe_target_device(const struct probe_config *pc, const char *sysfs,
-			struct probe_target_device *ret)
+int probe_target_device(const struct probe_config *pc, const char *sysfs, struct probe_target_device *ret)
 {
 	const char *path = pc->filename ? pc->filename : pc->directory;
 	struct stat st;
@@ -485,8 +483,8 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 	} else if (probe_rw_is_random(rw)) {
 		off = probe_random_offset(&j->rng, j->region_start, j->region_len, r->bs);
 	} else {
-		off = probe_sequential_offset(&j->cursor[is_read ? 0 : 1], j->region_start,
-					      j->region_len, r->bs);
+		off = probe_sequential_offset(&j->cursor[is_read ? 0 : 1], j->region_start, j->region_len,
+					      r->bs);
 	}
 	s->offset = off;
 	if (is_read) {
@@ -583,7 +581,9 @@ static unsigned job_submit(struct job *j)
 
 			j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
 			if (n == -EINVAL) {
-				job_fail(j, n, "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64 " may not suit the device",
+				job_fail(j, n,
+					 "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64
+					 " may not suit the device",
 					 probe_op_to_string(s->op), s->offset, j->run->target,
 					 probefile_strerror(n, e, sizeof(e)), j->run->bs);
 			} else {
@@ -636,7 +636,8 @@ static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
 	if (inflight == 0 && is_issuing) {
 		j->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE].errors[PROBE_ERR_TIMEOUT]++;
 	}
-	job_fail(j, -ETIMEDOUT, "timed out: %u I/O%s still in flight on %s %" PRIu64 " ms after the start (the limit is %s)",
+	job_fail(j, -ETIMEDOUT,
+		 "timed out: %u I/O%s still in flight on %s %" PRIu64 " ms after the start (the limit is %s)",
 		 inflight, inflight == 1 ? "" : "s", r->target, r->timeout_ns / NSEC_PER_MSEC,
 		 r->runtime_ns ? "2x runtime" : "the interval");
 }
@@ -702,7 +703,8 @@ static void job_loop(struct job *j)
 			inflight += job_submit(j);
 			if (inflight == 0 && j->n_batch > 0) {
 				/* EAGAIN with nothing to wait for: it will not get better */
-				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", r->target);
+				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)",
+					 r->target);
 				j->op[((struct slot *)j->batch[0]->data)->op].errors[PROBE_ERR_OTHER]++;
 				while (j->n_batch > 0) {
 					j->free_slots[j->n_free++] = j->batch[--j->n_batch]->data;
@@ -848,7 +850,8 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	lbs = probe_logical_block_size(r->sysfs, pf.is_block_device ? st.st_rdev : st.st_dev);
 	if (r->bs % lbs != 0) {
 		set_message(res->message, sizeof(res->message),
-			    "bs=%" PRIu64 " is not a multiple of the logical block size (%u bytes) of the device under %s",
+			    "bs=%" PRIu64
+			    " is not a multiple of the logical block size (%u bytes) of the device under %s",
 			    r->bs, lbs, r->target);
 		return -EINVAL;
 	}
@@ -943,8 +946,8 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 		o->errors[probe_error_reason_from_errno(k)]++;
 		if (res->error == 0) {
 			res->error = k;
-			set_message(res->message, sizeof(res->message), "end_fsync of %s failed: %s", r->target,
-				    probefile_strerror(k, e, sizeof(e)));
+			set_message(res->message, sizeof(res->message), "end_fsync of %s failed: %s",
+				    r->target, probefile_strerror(k, e, sizeof(e)));
 		}
 		return;
 	}
@@ -1010,7 +1013,7 @@ static void *run_main(void *userdata)
 				    probefile_strerror(res->error, e, sizeof(e)));
 		}
 		res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-			.errors[probe_error_reason_from_errno(res->error)]++;
+		    .errors[probe_error_reason_from_errno(res->error)]++;
 		n_jobs = 0;
 	}
 
@@ -1185,7 +1188,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			ret->start_realtime_usec = now_realtime_usec();
 			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
 			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-				.errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
+			    .errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
 			set_message(ret->message, sizeof(ret->message),
 				    was_cancelled ? "cancelled; %s did not stop its I/O in time"
 						  : "timed out: %s did not answer within the run's budget",

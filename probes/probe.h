@@ -38,20 +38,20 @@ struct probe_op_result {
 	uint64_t ops;
 	uint64_t bytes;
 	uint64_t errors[_PROBE_ERR_MAX];
-	double iops;             /* ops / run time */
-	double bw_bytes;         /* bytes / run time */
-	struct histogram lat;    /* completion latency, submit to reap */
+	double iops;	      /* ops / run time */
+	double bw_bytes;      /* bytes / run time */
+	struct histogram lat; /* completion latency, submit to reap */
 };
 
 /* The outcome of one run of one probe. */
 struct probe_result {
-	bool success;               /* ran to its budget with no error */
-	int error;                  /* first -errno, 0 when none */
-	char message[256];          /* human explanation of `error`, "" when none */
+	bool success;	   /* ran to its budget with no error */
+	int error;	   /* first -errno, 0 when none */
+	char message[256]; /* human explanation of `error`, "" when none */
 	uint64_t start_realtime_usec;
-	uint64_t runtime_usec;      /* measured wall time of the I/O phase */
-	uint64_t layout_usec;       /* time spent laying out the probe file, 0 if reused */
-	dev_t directory_dev;        /* the filesystem DIRECTORY was on, 0 when not opened */
+	uint64_t runtime_usec; /* measured wall time of the I/O phase */
+	uint64_t layout_usec;  /* time spent laying out the probe file, 0 if reused */
+	dev_t directory_dev;   /* the filesystem DIRECTORY was on, 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
 };
 
@@ -65,10 +65,10 @@ int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct
 
 /* What a run needs beyond its configuration. */
 struct probe_options {
-	const char *sysfs;       /* sysfs mount point; NULL: "/sys" */
-	uint64_t seed;           /* offsets and data; 0: from getrandom() */
-	dev_t directory_dev;     /* not 0: DIRECTORY must still be on this filesystem
-				  * (-EXDEV otherwise), see probefile_open_directory() */
+	const char *sysfs;   /* sysfs mount point; NULL: "/sys" */
+	uint64_t seed;	     /* offsets and data; 0: from getrandom() */
+	dev_t directory_dev; /* not 0: DIRECTORY must still be on this filesystem
+			      * (-EXDEV otherwise), see probefile_open_directory() */
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only
@@ -79,8 +79,7 @@ struct probe_run;
 
 /* Start running `pc` (copied: the config may be freed at once). `o` may be
  * NULL. Returns 0 and a handle, or -errno (ENOMEM, EAGAIN: no threads). */
-int probe_start(const struct probe_config *pc, const struct probe_options *o,
-		struct probe_run **ret);
+int probe_start(const struct probe_config *pc, const struct probe_options *o, struct probe_run **ret);
 /* Ask the run to stop now. Thread-safe; may be called any number of times
  * while the handle is alive. */
 void probe_cancel(struct probe_run *run);
@@ -105,8 +104,7 @@ struct probe_target_device {
 	char name[64];
 	char disk_name[64];
 };
-int probe_target_device(const struct probe_config *pc, const char *sysfs,
-			struct probe_target_device *ret);
+int probe_target_device(const struct probe_config *pc, const char *sysfs, struct probe_target_device *ret);
 /* The same for a device number, from sysfs alone. */
 void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *ret);
 /* The logical block size of the device `dev`: its own queue's, or the whole
@@ -130,13 +128,12 @@ uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len,
  * sequential modes give each job its own contiguous region (fio's
  * offset_increment), random and rewrite modes share the whole target. Both
  * are multiples of bs; *ret_len is 0 when size < bs * numjobs. */
-void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs,
-		      unsigned job, uint64_t *ret_start, uint64_t *ret_len);
+void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs, unsigned job,
+		      uint64_t *ret_start, uint64_t *ret_len);
 /* Absolute time (ns) at which op number `n` of job `job` may be submitted
  * so that all `numjobs` jobs together issue `rate_iops` ops per second,
  * paced from `start_ns` without drift; jobs are interleaved evenly. */
-uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs,
-			   uint64_t rate_iops);
+uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs, uint64_t rate_iops);
 /* How long a run's I/O phase may take before it is cancelled as a timeout:
  * 2x runtime, or the interval for number_ios probes. */
 uint64_t probe_timeout_usec(const struct probe_config *pc);

@@ -84,8 +84,7 @@ static uint64_t now_usec(void)
 
 /* Open (creating it when missing) DIRECTORY/.iopsd and check that it is a
  * real directory of ours that nobody else can write into. */
-static int open_state_dir(int dfd, const char *directory, bool *ret_created, char *msg,
-			  size_t msg_len)
+static int open_state_dir(int dfd, const char *directory, bool *ret_created, char *msg, size_t msg_len)
 {
 	_cleanup_close_ int idfd = -1;
 	char e[96];
@@ -107,8 +106,8 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 
 		if (r == -ELOOP || r == -ENOTDIR) {
 			/* O_DIRECTORY wins over O_NOFOLLOW for a link to a directory */
-			bool is_link = fstatat(dfd, PROBEFILE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				       S_ISLNK(st.st_mode);
+			bool is_link =
+			    fstatat(dfd, PROBEFILE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 
 			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is %s: refusing to use it", directory,
 				is_link ? "a symlink" : "not a directory");
@@ -122,12 +121,14 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 		return -errno;
 	}
 	if (st.st_uid != geteuid()) {
-		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " belongs to uid %u, not to iopsd (uid %u): refusing to use it",
+		set_msg(msg, msg_len,
+			"%s/" PROBEFILE_DIR " belongs to uid %u, not to iopsd (uid %u): refusing to use it",
 			directory, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is writable by other users (mode %04o): refusing to use it",
+		set_msg(msg, msg_len,
+			"%s/" PROBEFILE_DIR " is writable by other users (mode %04o): refusing to use it",
 			directory, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
@@ -136,8 +137,8 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 }
 
 /* Write `size` bytes of non-repeating data with O_DIRECT, then fsync. */
-static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn stop,
-			void *userdata, char *msg, size_t msg_len, const char *what)
+static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn stop, void *userdata,
+			char *msg, size_t msg_len, const char *what)
 {
 	_cleanup_free_ void *buf = NULL;
 	char e[96];
@@ -153,8 +154,9 @@ static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn 
 		ssize_t w;
 
 		if (stop && stop(userdata)) {
-			set_msg(msg, msg_len, "laying out %s was stopped after %" PRIu64 " of %" PRIu64 " bytes",
-				what, off, size);
+			set_msg(msg, msg_len,
+				"laying out %s was stopped after %" PRIu64 " of %" PRIu64 " bytes", what, off,
+				size);
 			return -ECANCELED;
 		}
 		probefile_fill(buf, n, seed, off);
@@ -182,9 +184,9 @@ static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn 
 /* Lay out a fresh file under a temporary name and rename it into place, so
  * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
  * fd of the new file. */
-static int layout(int idfd, const char *directory, const char *fname, const char *tmpname,
-		  uint64_t size, uint64_t reclaim, uint64_t seed, probefile_stop_fn stop,
-		  void *userdata, char *msg, size_t msg_len)
+static int layout(int idfd, const char *directory, const char *fname, const char *tmpname, uint64_t size,
+		  uint64_t reclaim, uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg,
+		  size_t msg_len)
 {
 	_cleanup_close_ int fd = -1;
 	struct statvfs sv;
@@ -198,7 +200,9 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 		avail = (uint64_t)sv.f_bavail * sv.f_frsize + reclaim;
 		/* keep 1% + 1 MiB spare for the filesystem's own metadata */
 		if (avail < size + size / 100 + (1ULL << 20)) {
-			set_msg(msg, msg_len, "not enough free space in %s for a %" PRIu64 " byte probe file (%" PRIu64 " bytes available)",
+			set_msg(msg, msg_len,
+				"not enough free space in %s for a %" PRIu64 " byte probe file (%" PRIu64
+				" bytes available)",
 				directory, size, avail);
 			return -ENOSPC;
 		}
@@ -222,7 +226,8 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 		r = -errno;
 		unlinkat(idfd, tmpname, 0);
 		if (r == -EINVAL) {
-			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)", directory);
+			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
+				directory);
 		} else {
 			set_msg(msg, msg_len, "cannot enable O_DIRECT on %s: %s", what,
 				probefile_strerror(r, e, sizeof(e)));
@@ -253,8 +258,8 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 /* Open an existing probe file: a reusable fd (>= 0), -ENOENT when it must
  * be (re-)laid out (with *ret_reclaim the bytes the old one frees), or
  * another -errno with a message. */
-static int open_existing(int idfd, const char *directory, const char *fname, uint64_t size,
-			 bool is_writable, uint64_t *ret_reclaim, char *msg, size_t msg_len)
+static int open_existing(int idfd, const char *directory, const char *fname, uint64_t size, bool is_writable,
+			 uint64_t *ret_reclaim, char *msg, size_t msg_len)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -266,7 +271,7 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 	 * planted in its place would otherwise block the run for good */
 	fd = openat(idfd, fname,
 		    (is_writable ? O_RDWR : O_RDONLY) | O_DIRECT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-			    O_NOCTTY);
+			O_NOCTTY);
 	if (fd < 0) {
 		r = -errno;
 		if (r == -ENOENT) {
@@ -277,7 +282,9 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 				directory, fname);
 		} else if (fstatat(idfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
 			/* a FIFO or a device node refuses O_DIRECT */
-			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+			set_msg(msg, msg_len,
+				"%s/" PROBEFILE_DIR
+				"/%s is not a regular file of iopsd's: refusing to use it",
 				directory, fname);
 			return -EPERM;
 		} else if (r == -EINVAL) {
@@ -293,11 +300,13 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+		set_msg(msg, msg_len,
+			"%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
 			directory, fname);
 		return -EPERM;
 	}
-	if (probefile_is_reusable((uint64_t)st.st_size, (uint64_t)st.st_blocks, (unsigned)st.st_nlink, size)) {
+	if (probefile_is_reusable((uint64_t)st.st_size, (uint64_t)st.st_blocks, (unsigned)st.st_nlink,
+				  size)) {
 		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
 			return -errno;
 		}
@@ -332,7 +341,9 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	if (dfd < 0) {
 		r = -errno;
 		if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
-			set_msg(msg, msg_len, "directory=%s is a block device: a probe never writes to one (filename= reads it)",
+			set_msg(msg, msg_len,
+				"directory=%s is a block device: a probe never writes to one (filename= "
+				"reads it)",
 				directory);
 		} else {
 			set_msg(msg, msg_len, "cannot open directory %s: %s", directory,
@@ -344,17 +355,19 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 		return -errno;
 	}
 	if (expect_dev != 0 && st.st_dev != expect_dev) {
-		set_msg(msg, msg_len, "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the filesystem underneath; reload iopsd if the change is meant",
-			directory, dev_string(st.st_dev, now, sizeof(now)), dev_string(expect_dev, was, sizeof(was)));
+		set_msg(msg, msg_len,
+			"%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
+			"filesystem underneath; reload iopsd if the change is meant",
+			directory, dev_string(st.st_dev, now, sizeof(now)),
+			dev_string(expect_dev, was, sizeof(was)));
 		return -EXDEV;
 	}
 	*ret_dev = st.st_dev;
 	return TAKE_FD(dfd);
 }
 
-int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
-		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
-		   struct probefile *ret)
+int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable, uint64_t seed,
+		   probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len, struct probefile *ret)
 {
 	_cleanup_close_ int dfd = -1;
 	dev_t dev;
@@ -363,13 +376,13 @@ int probefile_open(const char *directory, const char *name, uint64_t size, bool 
 	if (dfd < 0) {
 		return dfd;
 	}
-	return probefile_open_at(dfd, directory, name, size, is_writable, seed, stop, userdata, msg,
-				 msg_len, ret);
+	return probefile_open_at(dfd, directory, name, size, is_writable, seed, stop, userdata, msg, msg_len,
+				 ret);
 }
 
-int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size,
-		      bool is_writable, uint64_t seed, probefile_stop_fn stop, void *userdata,
-		      char *msg, size_t msg_len, struct probefile *ret)
+int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
+		      uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
+		      struct probefile *ret)
 {
 	_cleanup_close_ int idfd = -1, fd = -1;
 	_cleanup_free_ char *fname = NULL, *tmpname = NULL;
@@ -429,8 +442,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 	return 0;
 }
 
-int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len,
-			  struct probefile *ret)
+int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len, struct probefile *ret)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -445,7 +457,8 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		return r;
 	}
 	if (!S_ISBLK(st.st_mode)) {
-		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file", path);
+		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file",
+			path);
 		return -EINVAL;
 	}
 	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
@@ -454,7 +467,8 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		if (r == -EINVAL) {
 			set_msg(msg, msg_len, "O_DIRECT not supported by %s (EINVAL)", path);
 		} else {
-			set_msg(msg, msg_len, "cannot open %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+			set_msg(msg, msg_len, "cannot open %s: %s", path,
+				probefile_strerror(r, e, sizeof(e)));
 		}
 		return r;
 	}
@@ -462,12 +476,14 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		return -errno;
 	}
 	if (!S_ISBLK(st.st_mode)) {
-		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file", path);
+		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file",
+			path);
 		return -EINVAL;
 	}
 	if (ioctl(fd, BLKGETSIZE64, &dev_size) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot read the size of %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+		set_msg(msg, msg_len, "cannot read the size of %s: %s", path,
+			probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	if (dev_size == 0) {
@@ -475,13 +491,14 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		return -ENXIO;
 	}
 	if (size > dev_size) {
-		set_msg(msg, msg_len, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size, path, dev_size);
+		set_msg(msg, msg_len, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size, path,
+			dev_size);
 		return -EINVAL;
 	}
 	*ret = (struct probefile){
-		.fd = TAKE_FD(fd),
-		.size = size ? size : dev_size,
-		.is_block_device = true,
+	    .fd = TAKE_FD(fd),
+	    .size = size ? size : dev_size,
+	    .is_block_device = true,
 	};
 	return 0;
 }

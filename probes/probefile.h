@@ -15,10 +15,10 @@
 typedef bool (*probefile_stop_fn)(void *userdata);
 
 struct probefile {
-	int fd;                 /* O_DIRECT; O_RDWR for writers, O_RDONLY otherwise */
-	uint64_t size;          /* bytes usable by the probe */
+	int fd;	       /* O_DIRECT; O_RDWR for writers, O_RDONLY otherwise */
+	uint64_t size; /* bytes usable by the probe */
 	bool is_block_device;
-	uint64_t layout_usec;   /* time spent laying out the file, 0 when reused */
+	uint64_t layout_usec; /* time spent laying out the file, 0 when reused */
 };
 
 /* Open the probe file of probe `name` (`size` bytes, a multiple of 4096 or
@@ -27,9 +27,8 @@ struct probefile {
  * NULL) is asked between layout chunks. `seed` varies the file's data. On
  * failure returns -errno and a human explanation in `msg` (never written on
  * success). */
-int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable,
-		   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
-		   struct probefile *ret);
+int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable, uint64_t seed,
+		   probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len, struct probefile *ret);
 
 /* Open DIRECTORY (O_DIRECTORY, following symlinks in the configured path)
  * for probefile_open_at(), and return its filesystem in *ret_dev. When
@@ -45,14 +44,13 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
  * probefile_open_directory(); `directory` only names it in messages).
  * Everything happens relative to dfd, so a path swapped after dfd was
  * opened cannot redirect a write. */
-int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size,
-		      bool is_writable, uint64_t seed, probefile_stop_fn stop, void *userdata,
-		      char *msg, size_t msg_len, struct probefile *ret);
+int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
+		      uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
+		      struct probefile *ret);
 
 /* Open a raw block device O_RDONLY|O_DIRECT. `size` 0 uses the whole
  * device; a larger size than the device is -EINVAL. */
-int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len,
-			  struct probefile *ret);
+int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len, struct probefile *ret);
 
 /* Fill `buf` (`len` bytes, a multiple of 8) with data that does not repeat
  * within a file: each 8-byte word comes from splitmix64 of (seed, offset). */

@@ -225,7 +225,8 @@ static void test_percentiles_of_a_bimodal_distribution(void **state)
 
 static void test_fio_percentile_list(void **state)
 {
-	static const double want[] = {1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+	static const double want[] = {1,  5,  10, 20, 30,   40,	  50,	 60,   70,
+				      80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
 
 	assert_int_equal(HISTOGRAM_N_FIO_PERCENTILES, sizeof(want) / sizeof(want[0]));
 	assert_memory_equal(histogram_fio_percentiles, want, sizeof(want));
@@ -298,19 +299,19 @@ static void test_sum_saturates_instead_of_wrapping(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_resolution_is_within_one_percent_from_1us_to_60s),
-		cmocka_unit_test(test_small_values_are_exact),
-		cmocka_unit_test(test_min_max_mean_are_exact),
-		cmocka_unit_test(test_empty_histogram_reports_zeros),
-		cmocka_unit_test(test_merge_equals_recording_everything_in_one),
-		cmocka_unit_test(test_percentiles_of_a_uniform_distribution),
-		cmocka_unit_test(test_percentiles_of_an_exponential_distribution),
-		cmocka_unit_test(test_percentiles_of_a_bimodal_distribution),
-		cmocka_unit_test(test_fio_percentile_list),
-		cmocka_unit_test(test_count_le_is_cumulative_and_exact_at_bounds),
-		cmocka_unit_test(test_prometheus_bounds_are_fine_below_one_millisecond),
-		cmocka_unit_test(test_values_beyond_the_range_keep_exact_max),
-		cmocka_unit_test(test_sum_saturates_instead_of_wrapping),
+	    cmocka_unit_test(test_resolution_is_within_one_percent_from_1us_to_60s),
+	    cmocka_unit_test(test_small_values_are_exact),
+	    cmocka_unit_test(test_min_max_mean_are_exact),
+	    cmocka_unit_test(test_empty_histogram_reports_zeros),
+	    cmocka_unit_test(test_merge_equals_recording_everything_in_one),
+	    cmocka_unit_test(test_percentiles_of_a_uniform_distribution),
+	    cmocka_unit_test(test_percentiles_of_an_exponential_distribution),
+	    cmocka_unit_test(test_percentiles_of_a_bimodal_distribution),
+	    cmocka_unit_test(test_fio_percentile_list),
+	    cmocka_unit_test(test_count_le_is_cumulative_and_exact_at_bounds),
+	    cmocka_unit_test(test_prometheus_bounds_are_fine_below_one_millisecond),
+	    cmocka_unit_test(test_values_beyond_the_range_keep_exact_max),
+	    cmocka_unit_test(test_sum_saturates_instead_of_wrapping),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,7 +149,8 @@ static void test_once_prints_one_document_and_fails_on_any_failure(void **state)
 	assert_int_equal(json_array_size(jobs), 1);
 	job = json_array_get(jobs, 0);
 	assert_string_equal(json_string_value(json_object_get(job, "jobname")), "missing");
-	assert_string_equal(json_string_value(json_object_get(job, "target")), "/nonexistent-iopsd-unit-test");
+	assert_string_equal(json_string_value(json_object_get(job, "target")),
+			    "/nonexistent-iopsd-unit-test");
 	assert_true(json_is_false(json_object_get(job, "success")));
 	assert_int_equal(json_integer_value(json_object_get(job, "error")), ENOENT);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(job, "errors"), "enoent")), 1);
@@ -169,9 +170,9 @@ static void test_once_prints_one_document_and_fails_on_any_failure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_result_uses_fio_field_names),
-		cmocka_unit_test(test_empty_op_has_no_percentiles_and_zero_min),
-		cmocka_unit_test(test_once_prints_one_document_and_fails_on_any_failure),
+	    cmocka_unit_test(test_result_uses_fio_field_names),
+	    cmocka_unit_test(test_empty_op_has_no_percentiles_and_zero_min),
+	    cmocka_unit_test(test_once_prints_one_document_and_fails_on_any_failure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -183,7 +183,7 @@ static void test_rate_pacing_interleaves_jobs_at_the_total_rate(void **state)
 {
 	assert_rate(400, 1);
 	assert_rate(400, 16);
-	assert_rate(3, 2);      /* not divisible by numjobs */
+	assert_rate(3, 2); /* not divisible by numjobs */
 	assert_rate(1000000, 64);
 }
 
@@ -298,19 +298,19 @@ static void test_rng_is_deterministic_per_seed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rwmix_ratio_matches_rwmixread),
-		cmocka_unit_test(test_random_offsets_are_aligned_and_in_range),
-		cmocka_unit_test(test_random_offsets_never_pass_an_unaligned_end),
-		cmocka_unit_test(test_sequential_offsets_walk_the_region_and_wrap),
-		cmocka_unit_test(test_sequential_jobs_get_disjoint_regions),
-		cmocka_unit_test(test_random_and_rewrite_jobs_share_the_whole_target),
-		cmocka_unit_test(test_too_small_target_gives_empty_regions),
-		cmocka_unit_test(test_rate_pacing_interleaves_jobs_at_the_total_rate),
-		cmocka_unit_test(test_rate_pacing_does_not_drift),
-		cmocka_unit_test(test_timeout_is_twice_the_runtime),
-		cmocka_unit_test(test_logical_block_size_parsing),
-		cmocka_unit_test(test_block_size_and_disk_come_from_sysfs),
-		cmocka_unit_test(test_rng_is_deterministic_per_seed),
+	    cmocka_unit_test(test_rwmix_ratio_matches_rwmixread),
+	    cmocka_unit_test(test_random_offsets_are_aligned_and_in_range),
+	    cmocka_unit_test(test_random_offsets_never_pass_an_unaligned_end),
+	    cmocka_unit_test(test_sequential_offsets_walk_the_region_and_wrap),
+	    cmocka_unit_test(test_sequential_jobs_get_disjoint_regions),
+	    cmocka_unit_test(test_random_and_rewrite_jobs_share_the_whole_target),
+	    cmocka_unit_test(test_too_small_target_gives_empty_regions),
+	    cmocka_unit_test(test_rate_pacing_interleaves_jobs_at_the_total_rate),
+	    cmocka_unit_test(test_rate_pacing_does_not_drift),
+	    cmocka_unit_test(test_timeout_is_twice_the_runtime),
+	    cmocka_unit_test(test_logical_block_size_parsing),
+	    cmocka_unit_test(test_block_size_and_disk_come_from_sysfs),
+	    cmocka_unit_test(test_rng_is_deterministic_per_seed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

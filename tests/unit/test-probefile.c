@@ -74,8 +74,8 @@ static void assert_file_equals(const char *path, const char *text)
 }
 
 /* Open a probe file, skipping the test when O_DIRECT is not available here. */
-static int open_or_skip(const char *dir, const char *name, uint64_t size, bool is_writable,
-			char *msg, size_t len, struct probefile *ret)
+static int open_or_skip(const char *dir, const char *name, uint64_t size, bool is_writable, char *msg,
+			size_t len, struct probefile *ret)
 {
 	int r = probefile_open(dir, name, size, is_writable, 1, NULL, NULL, msg, len, ret);
 
@@ -288,16 +288,16 @@ static void test_missing_directory_gives_a_clear_error(void **state)
 static struct probe_config file_probe(const char *dir, enum probe_rw rw)
 {
 	return (struct probe_config){
-		.name = (char *)"unit",
-		.rw = rw,
-		.bs = 4096,
-		.size = MIB,
-		.directory = (char *)dir,
-		.iodepth = 4,
-		.numjobs = 2,
-		.rwmixread = 50,
-		.number_ios = 200,
-		.interval_usec = 10000000,
+	    .name = (char *)"unit",
+	    .rw = rw,
+	    .bs = 4096,
+	    .size = MIB,
+	    .directory = (char *)dir,
+	    .iodepth = 4,
+	    .numjobs = 2,
+	    .rwmixread = 50,
+	    .number_ios = 200,
+	    .interval_usec = 10000000,
 	};
 }
 
@@ -416,9 +416,15 @@ static void test_cancel_stops_a_run_at_once(void **state)
 	pc.runtime_usec = 5000000;
 	pc.rate_iops = 100; /* mostly waiting for its next slot */
 	/* lay the file out first so that the run below is in its I/O phase */
-	run_or_skip(&(struct probe_config){.name = (char *)"unit", .rw = PROBE_RW_RANDREAD, .bs = 4096,
-					   .size = MIB, .directory = dir, .iodepth = 1, .numjobs = 1,
-					   .number_ios = 1, .interval_usec = 1000000},
+	run_or_skip(&(struct probe_config){.name = (char *)"unit",
+					   .rw = PROBE_RW_RANDREAD,
+					   .bs = 4096,
+					   .size = MIB,
+					   .directory = dir,
+					   .iodepth = 1,
+					   .numjobs = 1,
+					   .number_ios = 1,
+					   .interval_usec = 1000000},
 		    res);
 	assert_int_equal(probe_start(&pc, NULL, &run), 0);
 	nanosleep(&ts, NULL);
@@ -470,8 +476,14 @@ static void test_directory_on_another_filesystem_is_not_written(void **state)
 static void test_write_probe_on_a_device_is_refused_before_opening_it(void **state)
 {
 	struct probe_config pc = {
-		.name = (char *)"raw", .rw = PROBE_RW_RANDWRITE, .bs = 4096, .filename = (char *)"/dev/null",
-		.iodepth = 1, .numjobs = 1, .number_ios = 10, .interval_usec = 1000000,
+	    .name = (char *)"raw",
+	    .rw = PROBE_RW_RANDWRITE,
+	    .bs = 4096,
+	    .filename = (char *)"/dev/null",
+	    .iodepth = 1,
+	    .numjobs = 1,
+	    .number_ios = 10,
+	    .interval_usec = 1000000,
 	};
 	struct probe_result *res = malloc(sizeof(*res));
 
@@ -488,8 +500,14 @@ static void test_write_probe_on_a_device_is_refused_before_opening_it(void **sta
 static void test_filename_must_be_a_block_device(void **state)
 {
 	struct probe_config pc = {
-		.name = (char *)"raw", .rw = PROBE_RW_RANDREAD, .bs = 4096, .filename = (char *)"/dev/zero",
-		.iodepth = 1, .numjobs = 1, .number_ios = 10, .interval_usec = 1000000,
+	    .name = (char *)"raw",
+	    .rw = PROBE_RW_RANDREAD,
+	    .bs = 4096,
+	    .filename = (char *)"/dev/zero",
+	    .iodepth = 1,
+	    .numjobs = 1,
+	    .number_ios = 10,
+	    .interval_usec = 1000000,
 	};
 	struct probe_result *res = malloc(sizeof(*res));
 
@@ -503,23 +521,23 @@ static void test_filename_must_be_a_block_device(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fill_never_repeats_a_word),
-		cmocka_unit_test(test_reuse_needs_size_allocation_and_one_link),
-		cmocka_unit_test(test_layout_writes_every_block_before_use),
-		cmocka_unit_test(test_truncated_probe_file_is_laid_out_again),
-		cmocka_unit_test(test_symlinked_state_directory_is_refused),
-		cmocka_unit_test(test_state_directory_writable_by_others_is_refused),
-		cmocka_unit_test(test_symlinked_probe_file_is_refused),
-		cmocka_unit_test(test_files_next_to_the_probe_file_are_untouched),
-		cmocka_unit_test(test_missing_directory_gives_a_clear_error),
-		cmocka_unit_test(test_number_ios_run_counts_every_op),
-		cmocka_unit_test(test_fsync_every_n_writes_and_at_the_end),
-		cmocka_unit_test(test_rewrite_and_sequential_modes_run),
-		cmocka_unit_test(test_rate_iops_caps_a_timed_run),
-		cmocka_unit_test(test_cancel_stops_a_run_at_once),
-		cmocka_unit_test(test_directory_on_another_filesystem_is_not_written),
-		cmocka_unit_test(test_write_probe_on_a_device_is_refused_before_opening_it),
-		cmocka_unit_test(test_filename_must_be_a_block_device),
+	    cmocka_unit_test(test_fill_never_repeats_a_word),
+	    cmocka_unit_test(test_reuse_needs_size_allocation_and_one_link),
+	    cmocka_unit_test(test_layout_writes_every_block_before_use),
+	    cmocka_unit_test(test_truncated_probe_file_is_laid_out_again),
+	    cmocka_unit_test(test_symlinked_state_directory_is_refused),
+	    cmocka_unit_test(test_state_directory_writable_by_others_is_refused),
+	    cmocka_unit_test(test_symlinked_probe_file_is_refused),
+	    cmocka_unit_test(test_files_next_to_the_probe_file_are_untouched),
+	    cmocka_unit_test(test_missing_directory_gives_a_clear_error),
+	    cmocka_unit_test(test_number_ios_run_counts_every_op),
+	    cmocka_unit_test(test_fsync_every_n_writes_and_at_the_end),
+	    cmocka_unit_test(test_rewrite_and_sequential_modes_run),
+	    cmocka_unit_test(test_rate_iops_caps_a_timed_run),
+	    cmocka_unit_test(test_cancel_stops_a_run_at_once),
+	    cmocka_unit_test(test_directory_on_another_filesystem_is_not_written),
+	    cmocka_unit_test(test_write_probe_on_a_device_is_refused_before_opening_it),
+	    cmocka_unit_test(test_filename_must_be_a_block_device),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -273,7 +273,8 @@ static void test_failing_probe_is_reported_and_keeps_its_schedule(void **state)
 {
 	struct harness h;
 
-	harness_start(&h, "runtime=100ms\ninterval=200ms\n[gone]\nrw=randread\ndirectory=/nonexistent-iopsd-sched\n");
+	harness_start(
+	    &h, "runtime=100ms\ninterval=200ms\n[gone]\nrw=randread\ndirectory=/nonexistent-iopsd-sched\n");
 	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
 	harness_collect(&h, 700);
 	scheduler_stop(h.sched);
@@ -286,11 +287,11 @@ static void test_failing_probe_is_reported_and_keeps_its_schedule(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_runs_on_the_same_disk_never_overlap),
-		cmocka_unit_test(test_allow_overlap_runs_side_by_side),
-		cmocka_unit_test(test_stop_is_immediate_during_a_run),
-		cmocka_unit_test(test_gate_holds_runs_until_it_opens),
-		cmocka_unit_test(test_failing_probe_is_reported_and_keeps_its_schedule),
+	    cmocka_unit_test(test_runs_on_the_same_disk_never_overlap),
+	    cmocka_unit_test(test_allow_overlap_runs_side_by_side),
+	    cmocka_unit_test(test_stop_is_immediate_during_a_run),
+	    cmocka_unit_test(test_gate_holds_runs_until_it_opens),
+	    cmocka_unit_test(test_failing_probe_is_reported_and_keeps_its_schedule),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
