@@ -477,14 +477,18 @@ static enum MHD_Result handle_metrics(struct request *q)
 {
 	const char *accept = MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	enum metrics_format fmt = http_negotiate_format(accept);
-	const struct rendered_body *b = &q->snap->metrics[fmt];
 	struct MHD_Response *resp;
-	bool gz = q->gzip_ok && b->gz;
+	const char *data;
+	size_t len;
+	bool gz;
 
+	registry_note_scrape(q->h->registry, fmt, q->gzip_ok);
+	if (snapshot_metrics_body(q->snap, fmt, q->gzip_ok, &data, &len, &gz) < 0) {
+		return respond_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
 	/* the snapshot's bytes, sent as they are; the reference is dropped
 	 * when libmicrohttpd is done with them */
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(gz ? b->gz_len : b->len,
-								      gz ? b->gz : b->text, release_snapshot,
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data, release_snapshot,
 								      q->snap);
 	if (!resp) {
 		return MHD_NO;

@@ -20,7 +20,8 @@
 #include "process_stats.h"
 #include "render_prom.h"
 
-/* zlib level of the pre-compressed /metrics, paid on every publish: on 64
+/* zlib level of the pre-compressed /metrics, paid on every publish while
+ * gzip'd scrapes come: on 64
  * devices' 180 KB, level 1 takes 1 ms for 11% of the size, level 6 3 ms for
  * 9.5%. */
 #define METRICS_GZIP_LEVEL 1
@@ -37,6 +38,7 @@ struct registry {
 	uint64_t start_monotonic_usec;
 	double process_start_time;
 	double last_render_seconds;
+	uint64_t demand_usec[_METRICS_FORMAT_MAX][2]; /* last scrape, monotonic, [gzip] */
 	uint64_t generation;
 
 	pthread_mutex_t current_lock; /* guards current only */
@@ -80,6 +82,7 @@ struct snapshot *snapshot_unref(struct snapshot *s)
 		free(s->metrics[i].text);
 		free(s->metrics[i].gz);
 	}
+	pthread_mutex_destroy(&s->render_lock);
 	free(s);
 	return NULL;
 }
@@ -326,20 +329,89 @@ bool snapshot_check_health(const struct snapshot *s, uint64_t now, char *reason,
 	return true;
 }
 
-static void render_all(struct snapshot *s)
+/* Render the text of `b` in `fmt`, and its gzip when asked; the pointers
+ * are stored last, with release semantics, for snapshot_metrics_body()'s
+ * lock-free fast path. */
+static int render_body(const struct snapshot *s, enum metrics_format fmt, bool gzip, struct rendered_body *b)
+{
+	char *text = b->text, *gz = NULL;
+	size_t len = b->len, gz_len = 0;
+	int k;
+
+	if (!text) {
+		k = render_prom(s, fmt, &text, &len);
+		if (k < 0) {
+			return k;
+		}
+		b->len = len;
+		__atomic_store_n(&b->text, text, __ATOMIC_RELEASE);
+	}
+	if (gzip && !b->gz) {
+		k = gzip_compress(text, len, METRICS_GZIP_LEVEL, &gz, &gz_len);
+		if (k < 0) {
+			return k;
+		}
+		b->gz_len = gz_len;
+		__atomic_store_n(&b->gz, gz, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+int snapshot_metrics_body(struct snapshot *s, enum metrics_format fmt, bool gzip, const char **ret_data,
+			  size_t *ret_len, bool *ret_is_gzip)
+{
+	struct rendered_body *b = &s->metrics[fmt];
+	const char *text = __atomic_load_n(&b->text, __ATOMIC_ACQUIRE);
+	const char *gz = __atomic_load_n(&b->gz, __ATOMIC_ACQUIRE);
+	int k = 0;
+
+	if (!text || (gzip && !gz)) {
+		/* nobody asked for this body lately: the first scrape renders it */
+		pthread_mutex_lock(&s->render_lock);
+		k = render_body(s, fmt, gzip, b);
+		pthread_mutex_unlock(&s->render_lock);
+		text = __atomic_load_n(&b->text, __ATOMIC_ACQUIRE);
+		gz = __atomic_load_n(&b->gz, __ATOMIC_ACQUIRE);
+		if (!text) {
+			return k < 0 ? k : -ENOMEM;
+		}
+		/* a failed compression still leaves the plain text to send */
+	}
+	if (gzip && gz) {
+		*ret_data = gz;
+		*ret_len = b->gz_len;
+		*ret_is_gzip = true;
+	} else {
+		*ret_data = text;
+		*ret_len = b->len;
+		*ret_is_gzip = false;
+	}
+	return 0;
+}
+
+void registry_note_scrape(struct registry *r, enum metrics_format fmt, bool gzip)
+{
+	__atomic_store_n(&r->demand_usec[fmt][gzip], now_usec(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+}
+
+/* Pre-render what was scraped in the last REGISTRY_DEMAND_USEC. */
+static void render_wanted(struct registry *r, struct snapshot *s)
 {
 	for (size_t f = 0; f < _METRICS_FORMAT_MAX; f++) {
-		struct rendered_body *b = &s->metrics[f];
+		bool wanted[2];
 		int k;
 
-		k = render_prom(s, (enum metrics_format)f, &b->text, &b->len);
-		if (k < 0) {
-			log_warning_errno(k, "Failed to render /metrics: %m, serving the previous snapshot.");
+		for (size_t z = 0; z < 2; z++) {
+			uint64_t t = __atomic_load_n(&r->demand_usec[f][z], __ATOMIC_RELAXED);
+
+			wanted[z] = t && s->monotonic_usec - t < REGISTRY_DEMAND_USEC;
+		}
+		if (!wanted[0] && !wanted[1]) {
 			continue;
 		}
-		k = gzip_compress(b->text, b->len, METRICS_GZIP_LEVEL, &b->gz, &b->gz_len);
+		k = render_body(s, (enum metrics_format)f, wanted[1], &s->metrics[f]);
 		if (k < 0) {
-			log_debug_errno(k, "Failed to compress /metrics: %m, serving it uncompressed.");
+			log_debug_errno(k, "Failed to pre-render /metrics: %m, a scrape will try again.");
 		}
 	}
 }
@@ -355,6 +427,7 @@ int registry_publish(struct registry *r)
 		return -ENOMEM;
 	}
 	s->refcount = 1;
+	pthread_mutex_init(&s->render_lock, NULL);
 	s->realtime_usec = now_usec(CLOCK_REALTIME);
 	s->monotonic_usec = now_usec(CLOCK_MONOTONIC);
 	s->start_realtime_usec = r->start_realtime_usec;
@@ -398,14 +471,8 @@ int registry_publish(struct registry *r)
 					      sizeof(s->health_reason));
 
 	t0 = now_usec(CLOCK_MONOTONIC);
-	render_all(s);
+	render_wanted(r, s);
 	r->last_render_seconds = usec_to_sec(now_usec(CLOCK_MONOTONIC) - t0);
-
-	if (!s->metrics[METRICS_FORMAT_PROMETHEUS].text || !s->metrics[METRICS_FORMAT_OPENMETRICS].text) {
-		/* keep serving the previous, complete snapshot */
-		snapshot_unref(s);
-		return -ENOMEM;
-	}
 
 	pthread_mutex_lock(&r->current_lock);
 	old = r->current;

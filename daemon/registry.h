@@ -5,6 +5,7 @@
 #pragma once
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,13 +42,19 @@ enum metrics_format {
 	_METRICS_FORMAT_MAX,
 };
 
-/* One pre-rendered /metrics body. gz is NULL when compression failed. */
+/* One /metrics body. text and gz are set once, at publish or by the first
+ * scrape that needs them, and never change after: read them through
+ * snapshot_metrics_body(). */
 struct rendered_body {
 	char *text;
 	size_t len;
 	char *gz;                     /* the same bytes, gzip-compressed */
 	size_t gz_len;
 };
+
+/* How long a scrape of one format and encoding keeps it pre-rendered at
+ * every publish. */
+#define REGISTRY_DEMAND_USEC (300ULL * 1000000ULL)
 
 /* The standard process_* figures, read from /proc/self at publish time. */
 struct process_stats {
@@ -79,11 +86,20 @@ struct snapshot {
 	double last_render_seconds;   /* how long the previous publish took to render */
 	bool is_healthy;
 	char health_reason[256];
-	struct rendered_body metrics[_METRICS_FORMAT_MAX]; /* pre-rendered /metrics */
+	pthread_mutex_t render_lock;  /* serialises rendering metrics[] late */
+	struct rendered_body metrics[_METRICS_FORMAT_MAX]; /* /metrics, see snapshot_metrics_body() */
 };
 
 struct snapshot *snapshot_ref(struct snapshot *s);
 struct snapshot *snapshot_unref(struct snapshot *s);
+
+/* The /metrics body of `s` in `fmt`, gzip'd when `gzip` asks for it and
+ * compression works (*ret_is_gzip says). A body that the publish rendered
+ * is returned as it is; one nobody asked for lately is rendered now, once,
+ * into the snapshot. The bytes stay valid while the caller holds a
+ * reference. Thread-safe. Returns 0, or -ENOMEM. */
+int snapshot_metrics_body(struct snapshot *s, enum metrics_format fmt, bool gzip, const char **ret_data,
+			  size_t *ret_len, bool *ret_is_gzip);
 
 struct registry;
 
@@ -114,9 +130,13 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 
 /* Build a new snapshot from the current state, read the process_* figures,
- * judge health, pre-render /metrics in both formats (plain and gzip'd) and
- * swap it in. Main thread. */
+ * judge health, pre-render the /metrics bodies scraped in the last
+ * REGISTRY_DEMAND_USEC (format and encoding) and swap it in. Main thread. */
 int registry_publish(struct registry *r);
+
+/* A scrape asked for `fmt`, gzip'd or not: publishes pre-render it for the
+ * next REGISTRY_DEMAND_USEC. Any thread. */
+void registry_note_scrape(struct registry *r, enum metrics_format fmt, bool gzip);
 
 /* A reference to the current snapshot (never NULL after the first publish;
  * NULL before). Any thread. Release with snapshot_unref(). */

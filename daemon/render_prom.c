@@ -252,7 +252,7 @@ static void render_self(struct writer *w, const struct snapshot *s)
 	family(w, "iopsd_snapshot_publishes_total", FAMILY_COUNTER, "Snapshots published since start.");
 	sample_u64(w, "iopsd_snapshot_publishes_total", NULL, 0, s->generation);
 	family(w, "iopsd_snapshot_render_seconds", FAMILY_GAUGE,
-	       "Time the previous publish took to render /metrics in both formats.");
+	       "Time the previous publish took to pre-render the /metrics bodies scraped lately.");
 	sample(w, "iopsd_snapshot_render_seconds", NULL, 0, s->last_render_seconds);
 	family(w, "iopsd_start_time_seconds", FAMILY_GAUGE, "When the daemon started, seconds since the epoch.");
 	sample(w, "iopsd_start_time_seconds", NULL, 0, (double)s->start_realtime_usec / (double)USEC_PER_SEC);

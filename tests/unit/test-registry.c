@@ -91,7 +91,7 @@ static char *gunzip(const char *gz, size_t len, size_t max)
 	return out;
 }
 
-static void test_publish_prerenders_both_formats_and_their_gzip(void **state)
+static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_rest(void **state)
 {
 	static const char conf[] = "[global]\n"
 				   "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
@@ -99,31 +99,55 @@ static void test_publish_prerenders_both_formats_and_their_gzip(void **state)
 	struct config *cfg = NULL;
 	struct registry *r = NULL;
 	struct snapshot *s;
+	const char *data;
+	size_t len;
+	bool gz;
 
 	assert_int_equal(config_load_string("r.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
 	assert_null(registry_acquire(r));
 	assert_int_equal(registry_set_probes(r, cfg), 0);
-	assert_int_equal(registry_publish(r), 0);
+
+	/* nobody scraped yet: nothing is rendered at publish */
 	assert_int_equal(registry_publish(r), 0);
 	s = registry_acquire(r);
 	assert_non_null(s);
-	assert_int_equal(s->generation, 2);
+	assert_int_equal(s->generation, 1);
 	assert_int_equal(s->n_probes, 1);
 	for (int f = 0; f < _METRICS_FORMAT_MAX; f++) {
-		const struct rendered_body *b = &s->metrics[f];
-		char *plain;
+		assert_null(s->metrics[f].text);
+		assert_null(s->metrics[f].gz);
+	}
+	/* a scrape renders what it needs, once, into the snapshot */
+	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_PROMETHEUS, false, &data, &len, &gz), 0);
+	assert_false(gz);
+	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_PROMETHEUS].text);
+	assert_non_null(strstr(data, "iopsd_probe_runs_total{probe=\"seq\",target=\"/srv\"} 0\n"));
+	assert_non_null(strstr(data, "process_resident_memory_bytes "));
+	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_PROMETHEUS, false, &data, &len, &gz), 0);
+	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_PROMETHEUS].text);
+	assert_null(s->metrics[METRICS_FORMAT_OPENMETRICS].text);
+	snapshot_unref(s);
 
-		assert_non_null(b->text);
-		assert_non_null(strstr(b->text, "iopsd_probe_runs_total{probe=\"seq\",target=\"/srv\"} 0\n"));
-		assert_non_null(strstr(b->text, "process_resident_memory_bytes "));
-		assert_non_null(b->gz);
+	/* after a gzip'd OpenMetrics scrape, publishes pre-render exactly that */
+	registry_note_scrape(r, METRICS_FORMAT_OPENMETRICS, true);
+	assert_int_equal(registry_publish(r), 0);
+	s = registry_acquire(r);
+	assert_null(s->metrics[METRICS_FORMAT_PROMETHEUS].text);
+	assert_non_null(s->metrics[METRICS_FORMAT_OPENMETRICS].text);
+	assert_non_null(s->metrics[METRICS_FORMAT_OPENMETRICS].gz);
+	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_OPENMETRICS, true, &data, &len, &gz), 0);
+	assert_true(gz);
+	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_OPENMETRICS].gz);
+	{
+		const struct rendered_body *b = &s->metrics[METRICS_FORMAT_OPENMETRICS];
+		char *plain = gunzip(b->gz, b->gz_len, b->len);
+
 		assert_true(b->gz_len < b->len);
-		plain = gunzip(b->gz, b->gz_len, b->len);
 		assert_string_equal(plain, b->text);
+		assert_non_null(strstr(plain, "# EOF\n"));
 		free(plain);
 	}
-	assert_non_null(strstr(s->metrics[METRICS_FORMAT_OPENMETRICS].text, "# EOF\n"));
 	assert_true(s->process.available);
 	assert_true(s->process.open_fds > 0);
 	snapshot_unref(s);
@@ -211,7 +235,7 @@ int main(void)
 		cmocka_unit_test(test_unhealthy_without_any_sample_after_the_grace_period),
 		cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
 		cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
-		cmocka_unit_test(test_publish_prerenders_both_formats_and_their_gzip),
+		cmocka_unit_test(test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_rest),
 		cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
 		cmocka_unit_test(test_process_stat_parses_odd_command_names),
 		cmocka_unit_test(test_btime_is_found_in_proc_stat),
