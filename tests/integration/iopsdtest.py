@@ -211,12 +211,19 @@ class LoopDevice:
 
     LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
 
-    def __init__(self, name, size_mb, private=False):
+    def __init__(self, name, size_mb, private=False, in_memory=False):
         """private: a loop device of its own high number (LOOP_CTL_ADD),
         for tests that detach and attach it again: `losetup -f` elsewhere
-        on the machine takes the lowest free number, not this one."""
+        on the machine takes the lowest free number, not this one.
+        in_memory: the backing file on a tmpfs of its own, so that the
+        shared disk's stalls stay out of timing-sensitive tests."""
         self.dir = tempfile.mkdtemp(prefix=f"iopsd-{name}-", dir="/var/tmp")
-        self.backing = os.path.join(self.dir, "backing.img")
+        self.tmpfs = None
+        if in_memory:
+            self.tmpfs = os.path.join(self.dir, "tmpfs")
+            os.mkdir(self.tmpfs)
+            run("mount", "-t", "tmpfs", "-o", f"size={size_mb + 16}m", f"iopsd-{name}", self.tmpfs)
+        self.backing = os.path.join(self.tmpfs or self.dir, "backing.img")
         self.index = None
         with open(self.backing, "wb") as f:
             f.truncate(size_mb << 20)
@@ -271,14 +278,16 @@ class LoopDevice:
                         time.sleep(0.1)  # still busy for a moment after the detach
             finally:
                 os.close(fd)
+        if self.tmpfs:
+            run("umount", self.tmpfs, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Ext4Mount:
     """An ext4 filesystem on its own loop device, mounted under /var/tmp."""
 
-    def __init__(self, name, size_mb=64):
-        self.loop = LoopDevice(name, size_mb)
+    def __init__(self, name, size_mb=64, in_memory=False):
+        self.loop = LoopDevice(name, size_mb, in_memory=in_memory)
         self.mountpoint = os.path.join(self.loop.dir, "mnt")
         os.mkdir(self.mountpoint)
         run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.loop.path)

@@ -19,7 +19,7 @@ def runs(text, probe):
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4")
-    fs = t.Ext4Mount("probe-schedule", 128)
+    fs = t.Ext4Mount("probe-schedule", 128, in_memory=True)
     d = None
     try:
         mnt = fs.mountpoint

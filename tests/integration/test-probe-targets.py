@@ -50,8 +50,9 @@ def once(conf_path, text):
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4")
-    fs = t.Ext4Mount("probe-targets", 256)
-    raw = t.LoopDevice("probe-targets-raw", 64)
+    # backing files in memory: timings stay the engine's, not a shared disk's
+    fs = t.Ext4Mount("probe-targets", 256, in_memory=True)
+    raw = t.LoopDevice("probe-targets-raw", 64, in_memory=True)
     try:
         # the raw device gets non-zero content, so that a write would show
         t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=64", "oflag=direct", "status=none")
@@ -105,7 +106,7 @@ iodepth=8
         # 2. every mode, several times, with a re-layout in between
         modes = f"""[global]
 directory={mnt}
-runtime=300ms
+runtime=500ms
 bs=16k
 [rr]
 rw=randread

@@ -78,7 +78,7 @@ def main():
     t.require_tool("losetup")
     if not os.path.exists(os.path.join(BLKIO, "cgroup.procs")):
         t.skip("no cgroup v1 blkio hierarchy")
-    dev = t.LoopDevice("probe-throttled", 64)
+    dev = t.LoopDevice("probe-throttled", 64, in_memory=True)
     throttle = Throttle(dev.path, 400)
     workdir = tempfile.mkdtemp(prefix="iopsd-probe-throttled-")
     daemon = None
@@ -86,11 +86,19 @@ def main():
         conf = os.path.join(workdir, "qd16.conf")
         with open(conf, "w") as f:
             f.write(f"[capped]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=4s\n")
-        rc, job, _, err = once_in(throttle, conf)
-        assert rc == 0 and job["success"], (rc, job["message"], err)
-        iops = job["read"]["iops"]
-        mean = job["read"]["clat_ns"]["mean"]
-        print(f"capped at 400: measured {iops:.1f} IOPS, mean latency {mean / 1e6:.1f} ms")
+        # A measurement above the cap is a wrong engine (the page cache, a
+        # miscount) and fails at once. One below it can be a loaded machine
+        # whose loop device cannot keep up: measured again, up to 3 times.
+        for attempt in range(3):
+            time.sleep(1)  # a fresh throttle slice
+            rc, job, _, err = once_in(throttle, conf)
+            assert rc == 0 and job["success"], (rc, job["message"], err)
+            iops = job["read"]["iops"]
+            mean = job["read"]["clat_ns"]["mean"]
+            print(f"capped at 400: measured {iops:.1f} IOPS, mean latency {mean / 1e6:.1f} ms")
+            assert iops <= 420, f"a 400 IOPS cap measured as {iops:.1f} IOPS"
+            if iops >= 380:
+                break
         assert abs(iops - 400) <= 20, f"a 400 IOPS cap measured as {iops:.1f} IOPS"
         # Little's law on the cap: 16 in flight at 400/s wait 40 ms on average
         # (the median is short: the throttle lets a burst through each slice)
