@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -388,8 +389,11 @@ static void test_rate_iops_caps_a_timed_run(void **state)
 	run_or_skip(&pc, res);
 	assert_true(res->success);
 	ops = res->op[PROBE_OP_READ].ops;
-	/* 200/s for 0.5 s across both jobs */
-	assert_true(ops >= 98 && ops <= 101);
+	/* 200/s for 0.5 s across both jobs: never more; a few less when a
+	 * loaded machine wakes a job after the runtime has ended */
+	if (ops < 90 || ops > 101) {
+		fail_msg("%" PRIu64 " reads at 200 IOPS in 0.5 s", ops);
+	}
 	assert_true(res->runtime_usec >= 490000 && res->runtime_usec < 1000000);
 	free(res);
 }
