@@ -477,18 +477,23 @@ static void test_directory_on_another_filesystem_is_not_written(void **state)
 	free(res);
 }
 
-static void test_write_probe_on_a_device_is_refused_before_opening_it(void **state)
+static struct probe_config raw_probe(enum probe_rw rw, const char *path)
 {
-	struct probe_config pc = {
+	return (struct probe_config){
 	    .name = (char *)"raw",
-	    .rw = PROBE_RW_RANDWRITE,
+	    .rw = rw,
 	    .bs = 4096,
-	    .filename = (char *)"/dev/null",
+	    .filename = (char *)path,
 	    .iodepth = 1,
 	    .numjobs = 1,
 	    .number_ios = 10,
 	    .interval_usec = 1000000,
 	};
+}
+
+static void test_write_probe_on_a_device_is_refused_before_opening_it(void **state)
+{
+	struct probe_config pc = raw_probe(PROBE_RW_RANDWRITE, "/dev/null");
 	struct probe_result *res = malloc(sizeof(*res));
 
 	assert_non_null(res);
@@ -503,16 +508,7 @@ static void test_write_probe_on_a_device_is_refused_before_opening_it(void **sta
 
 static void test_filename_must_be_a_block_device(void **state)
 {
-	struct probe_config pc = {
-	    .name = (char *)"raw",
-	    .rw = PROBE_RW_RANDREAD,
-	    .bs = 4096,
-	    .filename = (char *)"/dev/zero",
-	    .iodepth = 1,
-	    .numjobs = 1,
-	    .number_ios = 10,
-	    .interval_usec = 1000000,
-	};
+	struct probe_config pc = raw_probe(PROBE_RW_RANDREAD, "/dev/zero");
 	struct probe_result *res = malloc(sizeof(*res));
 
 	assert_non_null(res);
