@@ -29,7 +29,6 @@ struct probe_state {
 	struct probe_result last;     /* the last completed run */
 	uint64_t last_run_realtime_usec;
 	uint64_t last_done_monotonic_usec; /* when the last run was recorded, 0 before */
-	uint64_t next_run_monotonic_usec; /* for /healthz: is it on schedule? */
 	uint64_t interval_usec;
 	uint64_t runtime_usec;        /* budget of one run, for the /healthz slack */
 	bool has_fsync;               /* fsync ops are part of the probe */
