@@ -224,7 +224,8 @@ def main():
     w = report["wrk"]
     print(f"/metrics of {N_DEVICES} devices and {N_PROBES} probes: iopsd {sizes['iopsd_bytes']} bytes "
           f"({sizes['iopsd_gzip_bytes']} gzip'd), node_exporter {sizes['node_exporter_bytes']} bytes; "
-          f"iopsd renders both formats + gzip in {sizes['iopsd_render_seconds'] * 1000:.1f} ms per publish")
+          f"iopsd pre-rendered what was scraped (text, gzip'd) in {sizes['iopsd_render_seconds'] * 1000:.1f} ms "
+          f"in the publish before the figures were taken")
     print("| server | encoding | connections | requests/s | p50 | p99 |")
     print("|---|---|---:|---:|---:|---:|")
     for suffix, conns in [("", 16), ("_c1", 1)]:
