@@ -294,6 +294,8 @@ def main():
             check(metric_value(text, "iopsd_probe_runs_total", {"probe": "ceil"}) == 1
                   and metric_value(text, "iopsd_device_throttled", {"device": inner}) == 0,
                   "ceiling probe ran once (its budget) and its burst is not a throttled plateau", failures)
+            rc, _ = c.stop()
+            check(rc == 0, f"iopsd with the ceiling probe stopped cleanly ({rc})", failures)
         finally:
             c.cleanup()
 
@@ -325,6 +327,9 @@ def main():
                 errors.append(("variable", v, doc.get("error")))
         check(not errors, f"{len(queries)} dashboard queries and {len(variables)} variables ran: {errors}", failures)
         check(not empty, f"main dashboard panels have data (empty: {empty})", failures)
+        for d in (a, b):
+            rc, _ = d.stop()
+            check(rc == 0, f"iopsd on port {d.port} stopped cleanly ({rc})", failures)
     finally:
         for p in (free_load, load):
             stop(p)
