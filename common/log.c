@@ -32,14 +32,6 @@ int log_level_from_string(const char *s)
 	return -EINVAL;
 }
 
-const char *log_level_to_string(int level)
-{
-	if (level < 0 || (size_t)level >= ELEMENTSOF(level_names)) {
-		return "unknown";
-	}
-	return level_names[level];
-}
-
 int log_internal(int level, int error, const char *func, const char *fmt, ...)
 {
 	char buf[2048];

@@ -12,7 +12,6 @@ extern int log_max_level;
 
 /* "error", "warning", "info", "debug" -> LOG_*; -EINVAL otherwise. */
 int log_level_from_string(const char *s);
-const char *log_level_to_string(int level);
 
 /* Log at `level`; `%m` refers to `error` (a positive or negative errno), as
  * in systemd. Returns -abs(error), or -EIO when error is 0, so that callers

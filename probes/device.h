@@ -149,7 +149,6 @@ struct ceiling_set *sampler_ceilings(struct sampler *s);
 
 /* Knobs for tests and benchmarks; the daemon uses the defaults. */
 #define SAMPLER_TOPOLOGY_REFRESH_USEC (60ULL * 1000000ULL)
-void sampler_set_topology_refresh(struct sampler *s, uint64_t usec);
 /* Replace the clock: fn returns microseconds of CLOCK_MONOTONIC or
  * CLOCK_REALTIME. NULL restores clock_gettime(). */
 typedef uint64_t (*sampler_clock_fn)(clockid_t clock, void *userdata);

@@ -282,11 +282,6 @@ int sampler_set_config(struct sampler *s, const struct config *cfg)
 	return r;
 }
 
-void sampler_set_topology_refresh(struct sampler *s, uint64_t usec)
-{
-	s->refresh_usec = usec;
-}
-
 void sampler_set_clock(struct sampler *s, sampler_clock_fn fn, void *userdata)
 {
 	s->clock = fn ? fn : clock_usec;
