@@ -1,5 +1,6 @@
 /* stderr logging with sd-daemon priority prefixes. */
 #include "log.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -52,17 +53,9 @@ int log_internal(int level, int error, const char *func, const char *fmt, ...)
 	return error > 0 ? -error : -EIO;
 }
 
-static unsigned long long now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
-}
-
 bool ratelimit_below(struct ratelimit *rl)
 {
-	unsigned long long now = now_usec();
+	unsigned long long now = now_usec(CLOCK_MONOTONIC);
 
 	if (rl->begin_usec == 0 || now - rl->begin_usec >= rl->interval_usec) {
 		rl->begin_usec = now;

@@ -24,14 +24,7 @@
 #include "macro.h"
 #include "registry.h"
 #include "scheduler.h"
-
-static uint64_t now_realtime_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
+#include "timeutil.h"
 
 static int replace_string(char **dst, const char *value)
 {
@@ -120,7 +113,6 @@ static void daemon_sample(struct daemon *d)
 	ceiling_gate_collect(d->ceiling_gate, d->sampler, d->registry);
 	r = sampler_sample(d->sampler, &snap);
 	if (r < 0) {
-		d->sample_failures_total++;
 		if (ratelimit_below(&d->sample_log_ratelimit)) {
 			log_warning_errno(r, "Failed to sample %s/diskstats: %m, ignoring.", d->args->procfs);
 		}
@@ -175,7 +167,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata)
  * on CLOCK_MONOTONIC, with 1 ms accuracy. */
 static int daemon_schedule_sampling(struct daemon *d)
 {
-	uint64_t interval = d->cfg->sample_interval_usec, mono = 0, real = now_realtime_usec();
+	uint64_t interval = d->cfg->sample_interval_usec, mono = 0, real = now_usec(CLOCK_REALTIME);
 	uint64_t next;
 	int r;
 
@@ -196,7 +188,7 @@ static int daemon_schedule_sampling(struct daemon *d)
 }
 
 /* Swap in a new, already validated configuration. */
-static int daemon_apply_config(struct daemon *d, struct config *cfg)
+static void daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
 	uint64_t old_interval = old ? old->sample_interval_usec : 0;
@@ -235,7 +227,7 @@ static int daemon_apply_config(struct daemon *d, struct config *cfg)
 		r = registry_set_probes(d->registry, d->cfg);
 		if (r < 0) {
 			log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
-			return 0;
+			return;
 		}
 		registry_publish(d->registry);
 	}
@@ -251,7 +243,6 @@ static int daemon_apply_config(struct daemon *d, struct config *cfg)
 			log_error_errno(r, "Failed to start the probes: %m, not running probes.");
 		}
 	}
-	return 0;
 }
 
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -262,22 +253,14 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
 	int r;
 
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
-		   (uint64_t)0);
-	d->reloads_total++;
+		   now_usec(CLOCK_MONOTONIC));
 	r = daemon_load_config(d->args, &cfg);
 	if (r < 0) {
-		d->reload_failures_total++;
 		log_error("Reload failed: the configuration has errors, keeping the running configuration.");
 		sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
 		return 0;
 	}
-	r = daemon_apply_config(d, cfg);
-	if (r < 0) {
-		d->reload_failures_total++;
-		config_free(cfg);
-		sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
-		return 0;
-	}
+	daemon_apply_config(d, cfg);
 	config_summary(d->cfg, summary, sizeof(summary));
 	log_info("Reloaded %s", summary);
 	sd_notifyf(0, "READY=1\nSTATUS=Running: %s", summary);
@@ -332,7 +315,6 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	d->args = args;
 	sd_notify(0, "STATUS=Starting: binding the HTTP socket, taking the first device sample");
 	d->wake_fd = -1;
-	d->start_realtime_usec = now_realtime_usec();
 
 	r = sd_event_default(&d->event);
 	if (r < 0) {
@@ -466,7 +448,6 @@ int daemon_run(struct daemon *d)
 
 	config_summary(d->cfg, summary, sizeof(summary));
 	log_info("iopsd started: %s", summary);
-	d->is_ready = true;
 	sd_notifyf(0, "READY=1\nSTATUS=Running: %s", summary);
 
 	r = sd_event_loop(d->event);

@@ -17,15 +17,10 @@ struct daemon {
 	struct config *cfg;
 	sd_event *event;
 	uint64_t watchdog_usec;
-	uint64_t start_realtime_usec;
-	bool is_ready;
-	unsigned reloads_total;
-	unsigned reload_failures_total;
 
 	struct sampler *sampler;
 	sd_event_source *sample_timer;  /* every cfg->sample_interval_usec, on realtime multiples */
 	struct history *history;        /* derived device rates and probe points for /api/v1/history */
-	uint64_t sample_failures_total;
 	struct ratelimit sample_log_ratelimit;
 	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
 	bool has_diskstats_garbage;     /* the last sample skipped malformed lines */

@@ -61,7 +61,10 @@ def main():
         write_config(d, BROKEN)
         notify.messages.clear()
         d.signal(signal.SIGHUP)
-        notify.wait_for("RELOADING=1", timeout=5)
+        reloading = notify.wait_for("RELOADING=1", timeout=5)
+        # systemd matches the reload by its CLOCK_MONOTONIC timestamp
+        mono = [int(l.split("=", 1)[1]) for l in reloading.split("\n") if l.startswith("MONOTONIC_USEC=")]
+        assert mono and abs(mono[0] - time.monotonic() * 1e6) < 5e6, f"bad MONOTONIC_USEC: {reloading!r}"
         notify.wait_for("READY=1", timeout=5)
         wait_until(lambda: f"{d.config}:16:" in d.read_log(), 5, what="FILE:LINE in the log")
         status, _, _ = d.get("/metrics")
