@@ -10,7 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-int parse_uint64(const char *s, uint64_t *ret)
+/* Split "123unit" into a number and a suffix; the number may not be signed. */
+static int split_number(const char *s, uint64_t *ret_n, const char **ret_suffix)
 {
 	char *end;
 	unsigned long long v;
@@ -23,7 +24,25 @@ int parse_uint64(const char *s, uint64_t *ret)
 	if (errno == ERANGE) {
 		return -ERANGE;
 	}
-	if (*end != '\0') {
+	while (*end == ' ') {
+		end++;
+	}
+	*ret_n = v;
+	*ret_suffix = end;
+	return 0;
+}
+
+int parse_uint64(const char *s, uint64_t *ret)
+{
+	const char *suffix;
+	uint64_t v;
+	int r;
+
+	r = split_number(s, &v, &suffix);
+	if (r < 0) {
+		return r;
+	}
+	if (*suffix != '\0') {
 		return -EINVAL;
 	}
 	*ret = v;
@@ -66,28 +85,6 @@ int parse_bool(const char *s, bool *ret)
 		}
 	}
 	return -EINVAL;
-}
-
-/* Split "123unit" into a number and a suffix; the number may not be signed. */
-static int split_number(const char *s, uint64_t *ret_n, const char **ret_suffix)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !isdigit((unsigned char)*s)) {
-		return -EINVAL;
-	}
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE) {
-		return -ERANGE;
-	}
-	while (*end == ' ') {
-		end++;
-	}
-	*ret_n = v;
-	*ret_suffix = end;
-	return 0;
 }
 
 int parse_size(const char *s, uint64_t *ret_bytes)
