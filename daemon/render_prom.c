@@ -317,8 +317,9 @@ struct device_family {
 	enum family_type type;
 	const char *help;
 	device_emit_fn emit;
-	/* raw counters: a uint64_t of struct diskstats_raw, times mult / div */
-	size_t raw_offset;
+	/* emit_raw: a uint64_t of struct diskstats_raw, times mult / div;
+	 * emit_ceiling_*: a field of struct device_ceiling */
+	size_t offset;
 	uint64_t mult, div;
 	unsigned min_fields; /* 18: discard fields, 20: flush fields */
 	/* derived figures: a list ending with op == NULL */
@@ -364,7 +365,7 @@ static void emit_raw(struct writer *w, const struct device_family *f, const stru
 	if (d->raw.n_fields < f->min_fields) {
 		return;
 	}
-	memcpy(&v, (const char *)&d->raw + f->raw_offset, sizeof(v));
+	memcpy(&v, (const char *)&d->raw + f->offset, sizeof(v));
 	if (f->div > 1) {
 		sample(w, f->name, &l, 1, (double)v * (double)f->mult / (double)f->div);
 	} else {
@@ -431,23 +432,36 @@ static void emit_size(struct writer *w, const struct device_family *f, const str
 	}
 }
 
-static void emit_iops_limit(struct writer *w, const struct device_family *f, const struct device_state *d)
+#define CEILING(field) .offset = offsetof(struct device_ceiling, field)
+
+/* A declared limit (uint64_t), when there is one. */
+static void emit_ceiling_limit(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
 	struct label l = {"device", d->raw.name};
+	uint64_t v;
 
-	if (d->ceiling.iops_limit > 0) {
-		sample_u64(w, f->name, &l, 1, d->ceiling.iops_limit);
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	if (v > 0) {
+		sample_u64(w, f->name, &l, 1, v);
 	}
 }
 
-static void emit_throughput_limit(struct writer *w, const struct device_family *f,
-				  const struct device_state *d)
+/* A double figure, always. */
+static void emit_ceiling_gauge(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
-	struct label l = {"device", d->raw.name};
+	double v;
 
-	if (d->ceiling.throughput_limit > 0) {
-		sample_u64(w, f->name, &l, 1, d->ceiling.throughput_limit);
-	}
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v);
+}
+
+/* A bool, as 1 or 0. */
+static void emit_ceiling_flag(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	bool v;
+
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v ? 1 : 0);
 }
 
 static void emit_limit_ratio(struct writer *w, const struct device_family *f, const struct device_state *d)
@@ -479,27 +493,6 @@ static void emit_burst_balance(struct writer *w, const struct device_family *f, 
 	if (d->ceiling.has_burst_model) {
 		sample_device(w, f->name, d, d->ceiling.burst_balance_ratio);
 	}
-}
-
-static void emit_throttled(struct writer *w, const struct device_family *f, const struct device_state *d)
-{
-	sample_device(w, f->name, d, d->ceiling.is_throttled ? 1 : 0);
-}
-
-static void emit_saturated(struct writer *w, const struct device_family *f, const struct device_state *d)
-{
-	sample_device(w, f->name, d, d->ceiling.is_saturated ? 1 : 0);
-}
-
-static void emit_iops_estimate(struct writer *w, const struct device_family *f, const struct device_state *d)
-{
-	sample_device(w, f->name, d, d->ceiling.iops_ceiling_estimate);
-}
-
-static void emit_throughput_estimate(struct writer *w, const struct device_family *f,
-				     const struct device_state *d)
-{
-	sample_device(w, f->name, d, d->ceiling.throughput_ceiling_estimate);
 }
 
 static const struct device_family device_families[] = {
@@ -566,10 +559,10 @@ static const struct device_family device_families[] = {
 	 emit_member_utilization},
 	/* ceilings */
 	{"iopsd_device_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the device (iops_limit).",
-	 emit_iops_limit},
+	 emit_ceiling_limit, CEILING(iops_limit)},
 	{"iopsd_device_throughput_limit_bytes", FAMILY_GAUGE,
 	 "Declared throughput limit of the device in bytes per second (throughput_limit).",
-	 emit_throughput_limit},
+	 emit_ceiling_limit, CEILING(throughput_limit)},
 	{"iopsd_device_limit_ratio", FAMILY_GAUGE,
 	 "Observed rate over the declared limit in the last sample interval.", emit_limit_ratio},
 	{"iopsd_device_at_ceiling_seconds_total", FAMILY_COUNTER,
@@ -580,15 +573,16 @@ static const struct device_family device_families[] = {
 	 emit_burst_balance},
 	{"iopsd_device_throttled", FAMILY_GAUGE,
 	 "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), else 0.",
-	 emit_throttled},
+	 emit_ceiling_flag, CEILING(is_throttled)},
 	{"iopsd_device_saturated", FAMILY_GAUGE,
-	 "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_saturated},
+	 "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
+	 CEILING(is_saturated)},
 	{"iopsd_device_iops_ceiling_estimate", FAMILY_GAUGE,
 	 "IOPS at which the device was seen to hit a ceiling; 0 when none was detected.",
-	 emit_iops_estimate},
+	 emit_ceiling_gauge, CEILING(iops_ceiling_estimate)},
 	{"iopsd_device_throughput_ceiling_estimate_bytes_per_second", FAMILY_GAUGE,
 	 "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was detected.",
-	 emit_throughput_estimate},
+	 emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
 };
 
 static void render_devices(struct writer *w, const struct sampler_snapshot *ss)
