@@ -201,10 +201,7 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	if (p->stuck) {
 		if (probe_run_has_threads(p->stuck)) {
 			/* do not pile new I/O onto a device that has not answered */
-			memset(res, 0, sizeof(*res));
-			for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-				histogram_init(&res->op[op].lat);
-			}
+			probe_result_init(res);
 			res->error = -ETIMEDOUT;
 			res->op[probe_rw_reads(p->pc->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[PROBE_ERR_TIMEOUT] = 1;
@@ -217,10 +214,7 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	}
 	r = probe_start(p->pc, &opts, &run);
 	if (r < 0) {
-		memset(res, 0, sizeof(*res));
-		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-			histogram_init(&res->op[op].lat);
-		}
+		probe_result_init(res);
 		res->error = r;
 		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s",
 			 strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");

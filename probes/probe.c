@@ -259,14 +259,6 @@ static void run_cancel_locked(struct run *r)
 	pthread_cond_broadcast(&r->cond);
 }
 
-static void result_init(struct probe_result *res)
-{
-	memset(res, 0, sizeof(*res));
-	for (size_t i = 0; i < _PROBE_OP_MAX; i++) {
-		histogram_init(&res->op[i].lat);
-	}
-}
-
 static struct run *run_ref(struct run *r)
 {
 	__atomic_add_fetch(&r->refcount, 1, __ATOMIC_RELAXED);
@@ -999,7 +991,7 @@ static void *run_main(void *userdata)
 		run_unref(r);
 		return NULL;
 	}
-	result_init(res);
+	probe_result_init(res);
 	res->start_realtime_usec = now_realtime_usec();
 
 	k = run_prepare(r, res);
@@ -1108,7 +1100,7 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
 		r->seed = now_ns() ^ ((uint64_t)getpid() << 32);
 	}
-	result_init(&r->result);
+	probe_result_init(&r->result);
 	*ret = r;
 	return 0;
 }
@@ -1184,7 +1176,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			 * they finish and free themselves when it lets go */
 			bool was_cancelled = r->is_cancelled;
 
-			result_init(ret);
+			probe_result_init(ret);
 			ret->start_realtime_usec = now_realtime_usec();
 			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
 			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]

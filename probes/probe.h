@@ -55,6 +55,9 @@ struct probe_result {
 	struct probe_op_result op[_PROBE_OP_MAX];
 };
 
+/* Zero *res, with empty histograms. */
+void probe_result_init(struct probe_result *res);
+
 /* Run `pc` once. Blocks the calling thread for at most ~2x the probe's
  * runtime (a run that takes longer is cancelled and reported as a timeout).
  * `cancel` may be NULL; when it points to true the run stops early (it is

@@ -1,5 +1,6 @@
 /* Names of probe ops and error reasons, shared by the engine and renderers. */
 #include <errno.h>
+#include <string.h>
 
 #include "probe.h"
 
@@ -50,5 +51,13 @@ enum probe_error_reason probe_error_reason_from_errno(int err)
 		return PROBE_ERR_TIMEOUT;
 	default:
 		return PROBE_ERR_OTHER;
+	}
+}
+
+void probe_result_init(struct probe_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	for (size_t i = 0; i < _PROBE_OP_MAX; i++) {
+		histogram_init(&res->op[i].lat);
 	}
 }

@@ -110,9 +110,7 @@ static void probe_done(struct env *e, size_t index, uint64_t ops, double iops)
 	struct probe_result *res = calloc(1, sizeof(*res));
 
 	assert_non_null(res);
-	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		histogram_init(&res->op[op].lat);
-	}
+	probe_result_init(res);
 	res->success = true;
 	res->runtime_usec = 1000000;
 	res->op[PROBE_OP_READ].ops = ops;

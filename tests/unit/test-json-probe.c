@@ -21,9 +21,7 @@ static struct probe_result *sample_result(void)
 	struct probe_result *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
-	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		histogram_init(&r->op[op].lat);
-	}
+	probe_result_init(r);
 	r->success = false;
 	r->error = -ETIMEDOUT;
 	snprintf(r->message, sizeof(r->message), "timed out");
