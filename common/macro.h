@@ -11,10 +11,7 @@
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _likely_(x) __builtin_expect(!!(x), 1)
-#define _unlikely_(x) __builtin_expect(!!(x), 0)
 
 /* Hand ownership of a pointer out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                                                            \
