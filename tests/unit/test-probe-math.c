@@ -189,11 +189,10 @@ static void test_rate_pacing_interleaves_jobs_at_the_total_rate(void **state)
 
 static void test_rate_pacing_does_not_drift(void **state)
 {
-	/* absolute times: op 10^7 of job 5 of 8 at 333 IOPS is exactly where
-	 * arithmetic says, with no accumulated rounding */
-	uint64_t want = (uint64_t)(((unsigned __int128)10000000 * 8 + 5) * 1000000000ULL / 333);
-
-	assert_int_equal(probe_rate_due_ns(0, 10000000, 5, 8, 333), want);
+	/* absolute times: op 10^7 of job 5 of 8 at 333 IOPS is op 80000005 of
+	 * the run, due at floor(80000005 s / 333), with no accumulated
+	 * rounding (a per-op step of 3003003 ns would be 0.24 ms early) */
+	assert_int_equal(probe_rate_due_ns(0, 10000000, 5, 8, 333), 240240255255255ULL);
 	assert_int_equal(probe_rate_due_ns(1000, 0, 0, 1, 0), 1000);
 }
 
