@@ -8,7 +8,7 @@
 /* Sub-buckets per power of two; 64 gives bucket midpoints within 0.8%. */
 #define HISTOGRAM_SUB_BITS  6
 #define HISTOGRAM_SUB_COUNT (1u << HISTOGRAM_SUB_BITS)
-/* Covers 0 .. 2^37 ns (~137 s); larger values land in the last bucket. */
+/* Covers 0 .. 2^38 ns (~275 s); larger values land in the last bucket. */
 #define HISTOGRAM_MAX_POW 37
 #define HISTOGRAM_BUCKETS ((HISTOGRAM_MAX_POW - HISTOGRAM_SUB_BITS + 2) * HISTOGRAM_SUB_COUNT)
 
