@@ -333,6 +333,22 @@ def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def sha256(path, limit=None):
+    """Hex SHA-256 of a file or device, of its first `limit` bytes if given."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        left = limit
+        while left is None or left > 0:
+            chunk = f.read(1 << 20 if left is None else min(1 << 20, left))
+            if not chunk:
+                break
+            h.update(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return h.hexdigest()
+
+
 def metric_sum(text, name, labels=None):
     """Sum of every sample of `name` whose labels include `labels`."""
     return sum(metric_samples(text, name, labels))

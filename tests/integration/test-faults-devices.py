@@ -7,7 +7,6 @@ serving, the error counters count it, one log line per fault, the probe
 recovers by itself, devices appear and disappear without absurd rates, and
 the raw device is never written."""
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -52,11 +51,6 @@ GARBAGE = [
 ]
 
 
-def sha256_dev(path, size):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read(size)).hexdigest()
-
-
 def devices(d):
     return {x["name"]: x for x in d.get_json("/api/v1/devices")["devices"]}
 
@@ -86,7 +80,7 @@ def real_devices():
     d = None
     try:
         t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=8", "oflag=direct")
-        raw_sha = sha256_dev(raw.path, 8 << 20)
+        raw_sha = t.sha256(raw.path, 8 << 20)
         d = t.Daemon(CONFIG.format(raw=raw.path))
         d.start()
         p = t.ProbeWatch(d, "raw")
@@ -131,7 +125,7 @@ def real_devices():
         assert d.proc.poll() is None
         rc, _ = d.stop()
         assert rc == 0, rc
-        assert sha256_dev(raw.path, 8 << 20) == raw_sha, "the raw device was written"
+        assert t.sha256(raw.path, 8 << 20) == raw_sha, "the raw device was written"
     finally:
         if d:
             d.cleanup()

@@ -46,12 +46,6 @@ directory={raw}
 """
 
 
-def sha256_dev(path, size):
-    import hashlib
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read(size)).hexdigest()
-
-
 class BlkioThrottle:
     """A cgroup v1 blkio group that limits the write rate of the processes
     moved into it on one device."""
@@ -114,7 +108,7 @@ def run_faults(fs, raw):
     d = None
     try:
         t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=8", "oflag=direct")
-        raw_sha = sha256_dev(raw.path, 8 << 20)
+        raw_sha = t.sha256(raw.path, 8 << 20)
         tree = t.UserTree(mnt, seed=7, probe_files=("root.dat", "victim.dat", "reader.dat", ".root.dat.tmp"))
         # a user's file of exactly the probe file's size, for the hard-link case
         with open(os.path.join(mnt, "dir1", "same-size.bin"), "wb") as f:
@@ -278,7 +272,7 @@ def run_faults(fs, raw):
     if not fs.mounted:
         fs.mount()
     n = tree.verify(allowed)
-    assert sha256_dev(raw.path, 8 << 20) == raw_sha, "the block device was written"
+    assert t.sha256(raw.path, 8 << 20) == raw_sha, "the block device was written"
     print(f"ok: {n} user entries unchanged, block device unchanged")
 
 

@@ -4,7 +4,6 @@ a write probe on a block device (config error, exit 78; the device is never
 opened for writing), a symlinked .iopsd, a filesystem without O_DIRECT
 (ramfs: open(O_DIRECT) is EINVAL there; nothing left behind), and writes to
 a read-only filesystem (reason erofs)."""
-import hashlib
 import json
 import os
 import subprocess
@@ -23,11 +22,6 @@ def once(conf_path, text):
     return p.returncode, doc, p.stderr
 
 
-def device_hash(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read(8 << 20)).hexdigest()
-
-
 def disk_writes(name):
     with open(f"/sys/block/{name}/stat") as f:
         return int(f.read().split()[4])
@@ -37,7 +31,7 @@ def write_probe_on_block_device(workdir):
     dev = t.LoopDevice("probe-refusals", 16)
     try:
         t.run("dd", "if=/dev/urandom", f"of={dev.path}", "bs=1M", "count=8", "oflag=direct", "status=none")
-        before = device_hash(dev.path)
+        before = t.sha256(dev.path, 8 << 20)
         writes_before = disk_writes(dev.name)
         conf = os.path.join(workdir, "raw-write.conf")
         for mode in ("randwrite", "write", "rewrite", "randrw"):
@@ -49,7 +43,7 @@ def write_probe_on_block_device(workdir):
             assert f"{conf}:1:" in p.stderr and "never writes a raw device" in p.stderr, p.stderr
             rc, doc, err = once(conf, text)
             assert rc == 78 and doc is None, (mode, rc, err)
-        assert device_hash(dev.path) == before, "the block device was modified"
+        assert t.sha256(dev.path, 8 << 20) == before, "the block device was modified"
         assert disk_writes(dev.name) == writes_before, "a write reached the block device"
     finally:
         dev.cleanup()

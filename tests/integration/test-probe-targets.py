@@ -4,7 +4,6 @@ mode runs and its reads reach the device (not the page cache); the probe
 file is laid out on the device, without holes, before it is first read; a
 file next to the probe file and the raw device's contents are never
 modified, over many runs and a re-layout; bench/seed-like.conf runs."""
-import hashlib
 import json
 import os
 import re
@@ -20,20 +19,6 @@ def disk_stat(dev):
     with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
         v = [int(x) for x in f.read().split()]
     return v[0], v[2], v[4], v[6]
-
-
-def sha256(path, limit=None):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        left = limit
-        while left is None or left > 0:
-            chunk = f.read(1 << 20 if left is None else min(1 << 20, left))
-            if not chunk:
-                break
-            h.update(chunk)
-            if left is not None:
-                left -= len(chunk)
-    return h.hexdigest()
 
 
 def once(conf_path, text):
@@ -56,13 +41,13 @@ def main():
     try:
         # the raw device gets non-zero content, so that a write would show
         t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=64", "oflag=direct", "status=none")
-        raw_hash = sha256(raw.path)
+        raw_hash = t.sha256(raw.path)
         mnt = fs.mountpoint
         neighbour = os.path.join(mnt, "neighbour.bin")
         with open(neighbour, "wb") as f:
             f.write(os.urandom(1 << 20))
         os.utime(neighbour, (1000000000, 1000000000))
-        neighbour_hash = sha256(neighbour)
+        neighbour_hash = t.sha256(neighbour)
         conf = os.path.join(fs.loop.dir, "targets.conf")
 
         # 1. a read probe on a fresh directory: laid out on the device first,
@@ -156,7 +141,7 @@ size=32m
                 inner = os.path.join(mnt, ".iopsd", "neighbour.bin")
                 with open(inner, "wb") as f:
                     f.write(os.urandom(1 << 20))
-                inner_hash = sha256(inner)
+                inner_hash = t.sha256(inner)
             raw_before = disk_stat(raw.path)
             rc, jobs, err = once(conf, text)
             raw_after = disk_stat(raw.path)
@@ -194,10 +179,10 @@ size=32m
         assert jobs["rndwr-16k-fsync1"]["sync"]["total_ios"] > 0
         assert jobs["seqwr-16k-fsync-end"]["sync"]["total_ios"] == 1
 
-        assert sha256(neighbour) == neighbour_hash, "a file next to the probe directory changed"
+        assert t.sha256(neighbour) == neighbour_hash, "a file next to the probe directory changed"
         assert os.stat(neighbour).st_mtime == 1000000000
-        assert sha256(inner) == inner_hash, "a file next to the probe files changed"
-        assert sha256(raw.path) == raw_hash, "the raw device's contents changed"
+        assert t.sha256(inner) == inner_hash, "a file next to the probe files changed"
+        assert t.sha256(raw.path) == raw_hash, "the raw device's contents changed"
         print("ok: ext4 and raw targets, reads reach the device, neighbours untouched")
     finally:
         fs.cleanup()
