@@ -40,6 +40,10 @@ struct registry {
 	double last_render_seconds;
 	uint64_t demand_usec[_METRICS_FORMAT_MAX][2]; /* last scrape, monotonic, [gzip] */
 	uint64_t generation;
+	/* the copy of probes[] the last publish handed out, and whether
+	 * probes[] changed since: a histogram is 17 KB and a probe has six */
+	struct probe_block *published;
+	bool probes_changed;
 
 	pthread_mutex_t current_lock; /* guards current only */
 	struct snapshot *current;
@@ -60,6 +64,25 @@ static void probe_state_done(struct probe_state *p)
 	free(p->device);
 }
 
+/* An immutable copy of probes[], shared by snapshots. */
+struct probe_block {
+	unsigned refcount;            /* atomic */
+	size_t n;
+	struct probe_state probes[];
+};
+
+static struct probe_block *probe_block_unref(struct probe_block *b)
+{
+	if (!b || __atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
+		return NULL;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		probe_state_done(&b->probes[i]);
+	}
+	free(b);
+	return NULL;
+}
+
 struct snapshot *snapshot_ref(struct snapshot *s)
 {
 	if (s) {
@@ -74,10 +97,14 @@ struct snapshot *snapshot_unref(struct snapshot *s)
 		return NULL;
 	}
 	sampler_snapshot_unref(s->samples);
-	for (size_t i = 0; i < s->n_probes; i++) {
-		probe_state_done(&s->probes[i]);
+	if (s->probe_block) {
+		probe_block_unref(s->probe_block);
+	} else {
+		for (size_t i = 0; i < s->n_probes; i++) {
+			probe_state_done(&s->probes[i]);
+		}
+		free(s->probes);
 	}
-	free(s->probes);
 	for (size_t i = 0; i < _METRICS_FORMAT_MAX; i++) {
 		free(s->metrics[i].text);
 		free(s->metrics[i].gz);
@@ -115,6 +142,7 @@ struct registry *registry_free(struct registry *r)
 		return NULL;
 	}
 	snapshot_unref(r->current);
+	probe_block_unref(r->published);
 	sampler_snapshot_unref(r->samples);
 	for (size_t i = 0; i < r->n_probes; i++) {
 		probe_state_done(&r->probes[i]);
@@ -183,6 +211,7 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	free(r->probes);
 	r->probes = probes;
 	r->n_probes = cfg->n_probes;
+	r->probes_changed = true;
 	r->sample_interval_usec = cfg->sample_interval_usec;
 	r->history_usec = cfg->history_usec;
 	pthread_mutex_unlock(&r->lock);
@@ -256,6 +285,7 @@ void registry_probe_done(struct registry *r, size_t index, const struct probe_re
 		p->has_last = true;
 		p->last_run_realtime_usec = res->start_realtime_usec;
 		p->last_done_monotonic_usec = now;
+		r->probes_changed = true;
 		record_probe_history(r, p->name, res);
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -276,6 +306,7 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 		if (copy) {
 			free(p->device);
 			p->device = copy;
+			r->probes_changed = true;
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -416,6 +447,33 @@ static void render_wanted(struct registry *r, struct snapshot *s)
 	}
 }
 
+/* Copy probes[] into r->published if a probe changed since the last
+ * publish. Under r->lock. */
+static int publish_probes(struct registry *r)
+{
+	struct probe_block *b;
+
+	if (r->published && !r->probes_changed) {
+		return 0;
+	}
+	b = calloc(1, sizeof(*b) + r->n_probes * sizeof(b->probes[0]));
+	if (!b) {
+		return -ENOMEM;
+	}
+	b->refcount = 1;
+	for (size_t i = 0; i < r->n_probes; i++) {
+		if (probe_state_copy(&r->probes[i], &b->probes[i]) < 0) {
+			probe_block_unref(b);
+			return -ENOMEM;
+		}
+		b->n++;
+	}
+	probe_block_unref(r->published);
+	r->published = b;
+	r->probes_changed = false;
+	return 0;
+}
+
 int registry_publish(struct registry *r)
 {
 	struct snapshot *s, *old;
@@ -444,21 +502,18 @@ int registry_publish(struct registry *r)
 	pthread_mutex_lock(&r->lock);
 	s->sample_interval_usec = r->sample_interval_usec;
 	s->history_usec = r->history_usec;
-	s->probes = calloc(r->n_probes ? r->n_probes : 1, sizeof(*s->probes));
-	if (!s->probes) {
-		pthread_mutex_unlock(&r->lock);
-		snapshot_unref(s);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < r->n_probes; i++) {
-		if (probe_state_copy(&r->probes[i], &s->probes[i]) < 0) {
-			pthread_mutex_unlock(&r->lock);
-			snapshot_unref(s);
-			return -ENOMEM;
-		}
-		s->n_probes++;
+	k = publish_probes(r);
+	if (k >= 0) {
+		s->probe_block = r->published;
+		__atomic_add_fetch(&s->probe_block->refcount, 1, __ATOMIC_RELAXED);
+		s->probes = s->probe_block->probes;
+		s->n_probes = s->probe_block->n;
 	}
 	pthread_mutex_unlock(&r->lock);
+	if (k < 0) {
+		snapshot_unref(s);
+		return k;
+	}
 
 	s->stale_after_usec = 3 * s->sample_interval_usec + 2 * USEC_PER_SEC;
 	s->generation = ++r->generation;

@@ -15,6 +15,7 @@
 #include "probe.h"
 
 struct history;
+struct probe_block;
 
 /* Cumulative state of one configured probe. */
 struct probe_state {
@@ -78,8 +79,12 @@ struct snapshot {
 	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
 	uint64_t stale_after_usec;    /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
-	struct probe_state *probes;   /* copies, owned */
+	struct probe_state *probes;   /* copies: owned, or in probe_block */
 	size_t n_probes;
+	/* the registry's copies of probes[], shared by the snapshots published
+	 * while no probe changed; NULL in a hand-built snapshot, whose
+	 * probes[] is its own */
+	struct probe_block *probe_block;
 	struct history *history;      /* borrowed, thread-safe; NULL without one */
 	struct process_stats process;
 	double last_render_seconds;   /* how long the previous publish took to render */

@@ -155,6 +155,52 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	config_free(cfg);
 }
 
+static void test_publish_copies_the_probes_only_after_one_changed(void **state)
+{
+	static const char conf[] = "[global]\n"
+				   "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct registry *r = NULL;
+	struct probe_result *res = calloc(1, sizeof(*res));
+	struct snapshot *a, *b, *c;
+
+	assert_non_null(res);
+	assert_int_equal(config_load_string("c.conf", conf, &errs, &cfg), 0);
+	assert_int_equal(registry_new(&r), 0);
+	assert_int_equal(registry_set_probes(r, cfg), 0);
+	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+		histogram_init(&res->op[op].lat);
+	}
+	res->success = true;
+
+	assert_int_equal(registry_publish(r), 0);
+	a = registry_acquire(r);
+	/* nothing changed: the next snapshot shares the copies */
+	assert_int_equal(registry_publish(r), 0);
+	b = registry_acquire(r);
+	assert_ptr_not_equal(a, b);
+	assert_ptr_equal(a->probes, b->probes);
+	assert_int_equal(b->probes[0].runs_total, 0);
+	/* a completed run: new copies, the older snapshots keep theirs */
+	registry_probe_done(r, 0, res);
+	assert_int_equal(registry_publish(r), 0);
+	c = registry_acquire(r);
+	assert_ptr_not_equal(c->probes, b->probes);
+	assert_int_equal(c->n_probes, 1);
+	assert_int_equal(c->probes[0].runs_total, 1);
+	assert_true(c->probes[0].has_last);
+	assert_int_equal(a->probes[0].runs_total, 0);
+	assert_string_equal(a->probes[0].name, "seq");
+	snapshot_unref(a);
+	snapshot_unref(b);
+	registry_free(r);
+	assert_string_equal(c->probes[0].name, "seq");
+	snapshot_unref(c);
+	config_free(cfg);
+	free(res);
+}
+
 static void test_completed_runs_land_in_the_probe_history(void **state)
 {
 	static const char conf[] = "[global]\nhistory=10m\n"
@@ -236,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
 		cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
 		cmocka_unit_test(test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_rest),
+		cmocka_unit_test(test_publish_copies_the_probes_only_after_one_changed),
 		cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
 		cmocka_unit_test(test_process_stat_parses_odd_command_names),
 		cmocka_unit_test(test_btime_is_found_in_proc_stat),
