@@ -13,6 +13,7 @@
 #include "ceiling.h"
 #include "log.h"
 #include "macro.h"
+#include "timeutil.h"
 
 struct gate_probe {
 	char *name;
@@ -33,12 +34,9 @@ struct ceiling_gate {
 	size_t n_probes;
 };
 
-static uint64_t now_usec(void *userdata)
+static uint64_t monotonic_usec(void *userdata)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+	return now_usec(CLOCK_MONOTONIC);
 }
 
 int ceiling_gate_new(struct ceiling_gate **ret)
@@ -49,7 +47,7 @@ int ceiling_gate_new(struct ceiling_gate **ret)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&g->lock, NULL);
-	g->clock = now_usec;
+	g->clock = monotonic_usec;
 	*ret = g;
 	return 0;
 }
@@ -64,7 +62,7 @@ static void free_probes(struct gate_probe *p, size_t n)
 
 void ceiling_gate_set_clock(struct ceiling_gate *g, ceiling_gate_clock_fn fn, void *userdata)
 {
-	g->clock = fn ? fn : now_usec;
+	g->clock = fn ? fn : monotonic_usec;
 	g->clock_userdata = userdata;
 }
 

@@ -16,6 +16,7 @@
 #include "macro.h"
 #include "probe.h"
 #include "registry.h"
+#include "timeutil.h"
 
 struct disk_group {
 	dev_t disk;
@@ -106,14 +107,6 @@ static void carry_restore(struct scheduler *s, struct sched_probe *p)
 	}
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
 /* Sleep until `until` (monotonic usec). Caller holds the lock. Returns
  * false when the scheduler is stopping. */
 static bool wait_until_locked(struct scheduler *s, uint64_t until)
@@ -123,7 +116,7 @@ static bool wait_until_locked(struct scheduler *s, uint64_t until)
 	    .tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
 	};
 
-	while (!s->is_stopping && now_usec() < until) {
+	while (!s->is_stopping && now_usec(CLOCK_MONOTONIC) < until) {
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT) {
 			break;
 		}
@@ -299,7 +292,7 @@ static void *probe_thread(void *userdata)
 			uint64_t delay = s->gate(s->gate_userdata, p->index, p->pc);
 
 			if (delay > 0) {
-				now = now_usec();
+				now = now_usec(CLOCK_MONOTONIC);
 				when = now + delay;
 				if (when >= planned + interval) {
 					/* still gated at the next slot: skip this one */
@@ -328,7 +321,7 @@ static void *probe_thread(void *userdata)
 		release_disk(s, g);
 
 		/* keep the cadence of the plan; skip slots a long run missed */
-		now = now_usec();
+		now = now_usec(CLOCK_MONOTONIC);
 		planned += interval;
 		while (planned <= now) {
 			planned += interval;
@@ -390,7 +383,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 	s->n_probes = n;
 	s->n_groups = 0;
 	s->is_stopping = false;
-	s->start_usec = now_usec();
+	s->start_usec = now_usec(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < n; i++) {
 		struct sched_probe *p = &s->probes[i];
 

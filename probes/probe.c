@@ -23,6 +23,7 @@
 
 #include "fileio.h"
 #include "probefile.h"
+#include "timeutil.h"
 
 /* After a cancel or a missed deadline, how long probe_wait() still waits
  * for the threads to report. */
@@ -213,22 +214,6 @@ int probe_parse_block_size(const char *s, unsigned *ret)
 
 /* Helpers ---------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t now_realtime_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static struct timespec ns_to_timespec(uint64_t ns)
 {
 	return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC), .tv_nsec = (long)(ns % NSEC_PER_SEC)};
@@ -254,7 +239,7 @@ static void run_cancel_locked(struct run *r)
 {
 	if (!r->is_cancelled) {
 		__atomic_store_n(&r->is_cancelled, true, __ATOMIC_RELAXED);
-		r->cancel_ns = now_ns();
+		r->cancel_ns = now_nsec(CLOCK_MONOTONIC);
 	}
 	pthread_cond_broadcast(&r->cond);
 }
@@ -528,11 +513,11 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
  * drains first) the synchronous call measures the same thing, as in fio. */
 static void job_sync_fsync(struct job *j, struct slot *s)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
 	long res = fsync(j->run->fd) < 0 ? -errno : 0;
 
 	s->submit_ns = t0;
-	job_complete(j, s, res, now_ns());
+	job_complete(j, s, res, now_nsec(CLOCK_MONOTONIC));
 }
 
 /* Submit the batch; what the kernel does not take stays in it (EAGAIN).
@@ -545,14 +530,14 @@ static unsigned job_submit(struct job *j)
 	int n;
 
 	while (done < j->n_batch) {
-		t0 = now_ns();
+		t0 = now_nsec(CLOCK_MONOTONIC);
 		n = io_submit(j->ctx, (long)(j->n_batch - done), j->batch + done);
 		if (n > 0) {
 			/* fio's clat starts when the kernel has the I/O: io_submit()
 			 * takes a batch's iocbs one after the other, so each one's
 			 * clock starts at its share of the call (the last one's at
 			 * its return, like a one-iocb call) */
-			t = now_ns();
+			t = now_nsec(CLOCK_MONOTONIC);
 			for (int i = 0; i < n; i++) {
 				struct slot *s = j->batch[done + i]->data;
 
@@ -601,7 +586,7 @@ static void job_pace_wait(struct job *j, uint64_t until)
 	struct timespec ts = ns_to_timespec(until);
 
 	pthread_mutex_lock(&r->lock);
-	while (!r->is_cancelled && now_ns() < until) {
+	while (!r->is_cancelled && now_nsec(CLOCK_MONOTONIC) < until) {
 		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT) {
 			break;
 		}
@@ -667,7 +652,7 @@ static void job_loop(struct job *j)
 				s->offset = 0;
 				job_sync_fsync(j, s);
 				want_fsync = false;
-				now = now_ns();
+				now = now_nsec(CLOCK_MONOTONIC);
 				if (j->error != 0) {
 					is_issuing = false;
 				}
@@ -702,7 +687,7 @@ static void job_loop(struct job *j)
 					j->free_slots[j->n_free++] = j->batch[--j->n_batch]->data;
 				}
 			}
-			now = now_ns();
+			now = now_nsec(CLOCK_MONOTONIC);
 			if (j->error != 0) {
 				is_issuing = false;
 			}
@@ -720,7 +705,7 @@ static void job_loop(struct job *j)
 			}
 			if (due > now) {
 				job_pace_wait(j, due < hard ? due : hard);
-				now = now_ns();
+				now = now_nsec(CLOCK_MONOTONIC);
 			}
 			continue;
 		}
@@ -738,7 +723,7 @@ static void job_loop(struct job *j)
 		}
 		ts = ns_to_timespec(wake - now);
 		n = io_getevents(j->ctx, 1, (long)j->depth, j->events, &ts);
-		now = now_ns();
+		now = now_nsec(CLOCK_MONOTONIC);
 		if (n < 0) {
 			if (n == -EINTR) {
 				continue;
@@ -793,7 +778,7 @@ static bool layout_should_stop(void *userdata)
 {
 	struct run *r = userdata;
 
-	return run_is_cancelled(r) || now_ns() >= r->prepare_deadline_ns;
+	return run_is_cancelled(r) || now_nsec(CLOCK_MONOTONIC) >= r->prepare_deadline_ns;
 }
 
 static int run_prepare(struct run *r, struct probe_result *res)
@@ -929,7 +914,7 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end_ns)
 {
 	struct probe_op_result *o = &res->op[PROBE_OP_FSYNC];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
 	char e[96];
 
 	if (fsync(r->fd) < 0) {
@@ -943,7 +928,7 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 		}
 		return;
 	}
-	*end_ns = now_ns();
+	*end_ns = now_nsec(CLOCK_MONOTONIC);
 	o->ops++;
 	histogram_record(&o->lat, *end_ns - t0);
 }
@@ -992,7 +977,7 @@ static void *run_main(void *userdata)
 		return NULL;
 	}
 	probe_result_init(res);
-	res->start_realtime_usec = now_realtime_usec();
+	res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 
 	k = run_prepare(r, res);
 	n_jobs = k < 0 ? k : run_start_jobs(r, res);
@@ -1021,8 +1006,8 @@ static void *run_main(void *userdata)
 	}
 	if (r->go) {
 		/* all contexts and buffers are ready: start the clock for all */
-		r->start_ns = now_ns();
-		res->start_realtime_usec = now_realtime_usec();
+		r->start_ns = now_nsec(CLOCK_MONOTONIC);
+		res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 		r->phase = PHASE_IO;
 	}
 	r->is_released = true;
@@ -1098,7 +1083,7 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	r->seed = o && o->seed ? o->seed : 0;
 	r->directory_dev = o ? o->directory_dev : 0;
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
-		r->seed = now_ns() ^ ((uint64_t)getpid() << 32);
+		r->seed = now_nsec(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32);
 	}
 	probe_result_init(&r->result);
 	*ret = r;
@@ -1123,7 +1108,7 @@ int probe_start(const struct probe_config *pc, const struct probe_options *o, st
 	if (k < 0) {
 		return k;
 	}
-	r->prepare_deadline_ns = now_ns() + PREPARE_BUDGET_NS;
+	r->prepare_deadline_ns = now_nsec(CLOCK_MONOTONIC) + PREPARE_BUDGET_NS;
 	if (pc->directory) {
 		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
 	}
@@ -1159,7 +1144,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		uint64_t now = now_ns(), deadline, wake;
+		uint64_t now = now_nsec(CLOCK_MONOTONIC), deadline, wake;
 		struct timespec ts;
 
 		if (r->phase == PHASE_DONE) {
@@ -1177,7 +1162,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			bool was_cancelled = r->is_cancelled;
 
 			probe_result_init(ret);
-			ret->start_realtime_usec = now_realtime_usec();
+			ret->start_realtime_usec = now_usec(CLOCK_REALTIME);
 			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
 			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "timeutil.h"
 
 #define LAYOUT_CHUNK (1024 * 1024)
 #define LAYOUT_ALIGN 4096
@@ -72,14 +73,6 @@ bool probefile_is_reusable(uint64_t st_size, uint64_t st_blocks, unsigned st_nli
 	 * a hole (an interrupted layout, a truncate) would read as zeros
 	 * without touching the disk */
 	return st_nlink == 1 && st_size == want_size && st_blocks * 512 >= want_size;
-}
-
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
 /* Open (creating it when missing) DIRECTORY/.iopsd and check that it is a
@@ -414,7 +407,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 	if (fd != -ENOENT) {
 		return fd;
 	}
-	t0 = now_usec();
+	t0 = now_usec(CLOCK_MONOTONIC);
 	fd = layout(idfd, directory, fname, tmpname, size, reclaim, seed, stop, userdata, msg, msg_len);
 	if (fd < 0) {
 		r = fd;
@@ -435,7 +428,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		close(fd);
 		fd = rofd;
 	}
-	*ret = (struct probefile){.fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec() - t0};
+	*ret = (struct probefile){.fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec(CLOCK_MONOTONIC) - t0};
 	if (ret->layout_usec == 0) {
 		ret->layout_usec = 1;
 	}
