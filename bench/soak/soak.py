@@ -184,18 +184,16 @@ def main():
     series = []
     rc = None
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def listening():
+            if proc.poll() is not None:
+                raise SystemExit(f"iopsd exited early with {proc.returncode}")
             try:
                 http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/healthz")
-                break
+                return True
             except OSError:
-                if proc.poll() is not None:
-                    raise SystemExit(f"iopsd exited early with {proc.returncode}")
-                time.sleep(0.2)
-        if a.mode == "valgrind":
-            # the daemon is valgrind's child; its figures are valgrind's
-            pass
+                return False
+        # (under valgrind the daemon starts slowly)
+        t.wait_until(listening, 60, what="iopsd listening")
         th = threading.Thread(target=scraper, args=(port, stop, stats), daemon=True)
         th.start()
         t0 = time.monotonic()
