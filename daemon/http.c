@@ -31,6 +31,7 @@
 #include "macro.h"
 #include "render_json.h"
 #include "render_prom.h"
+#include "timeutil.h"
 #include "units.h"
 #include "webconfig.h"
 #include "webpage.h"
@@ -80,14 +81,6 @@ struct request {
 	size_t n_args;
 	bool too_many_args;
 };
-
-static uint64_t now_monotonic_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
 
 /* ---- pure helpers ---- */
 
@@ -506,7 +499,7 @@ static enum MHD_Result handle_healthz(struct request *q)
 {
 	char reason[256];
 
-	if (!snapshot_check_health(q->snap, now_monotonic_usec(), reason, sizeof(reason))) {
+	if (!snapshot_check_health(q->snap, now_usec(CLOCK_MONOTONIC), reason, sizeof(reason))) {
 		return respond_json(q, MHD_HTTP_SERVICE_UNAVAILABLE,
 				    json_pack("{s:s,s:o}", "status", "unhealthy", "error", render_json_string(reason)));
 	}
@@ -518,7 +511,7 @@ static enum MHD_Result handle_status(struct request *q)
 	char reason[256];
 	bool healthy;
 
-	healthy = snapshot_check_health(q->snap, now_monotonic_usec(), reason, sizeof(reason));
+	healthy = snapshot_check_health(q->snap, now_usec(CLOCK_MONOTONIC), reason, sizeof(reason));
 	return respond_json(q, MHD_HTTP_OK, render_json_status(q->snap, healthy, reason));
 }
 
@@ -863,7 +856,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct http_server *h = cls;
 
 	/* the next request's headers are due within the timeout */
-	set_deadline(h, c, now_monotonic_usec() + h->timeout_usec);
+	set_deadline(h, c, now_usec(CLOCK_MONOTONIC) + h->timeout_usec);
 }
 
 /* Serving can wait, measuring cannot: the first time a server thread sees a
@@ -899,7 +892,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		}
 		t->fd = ci->connect_fd;
-		t->deadline_usec = now_monotonic_usec() + h->timeout_usec;
+		t->deadline_usec = now_usec(CLOCK_MONOTONIC) + h->timeout_usec;
 		pthread_mutex_lock(&h->conns_lock);
 		t->next = h->conns;
 		if (h->conns) {
@@ -933,7 +926,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct http_server *h = userdata;
-	uint64_t now = now_monotonic_usec();
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
 	unsigned n = 0;
 
 	pthread_mutex_lock(&h->conns_lock);

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "process_stats.h"
 #include "render_prom.h"
+#include "timeutil.h"
 
 /* zlib level of the pre-compressed /metrics, paid on every publish while
  * gzip'd scrapes come: on 64
@@ -48,14 +49,6 @@ struct registry {
 	pthread_mutex_t current_lock; /* guards current only */
 	struct snapshot *current;
 };
-
-static uint64_t now_usec(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
-}
 
 static void probe_state_done(struct probe_state *p)
 {
