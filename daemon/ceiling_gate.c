@@ -18,7 +18,6 @@
 struct gate_probe {
 	char *name;
 	const struct probe_config *pc;
-	bool is_ceiling;
 	char device[DISKSTATS_NAME_MAX];  /* "" until resolved */
 	bool is_quiet;                    /* under the lock */
 	bool has_run;                     /* under the lock */
@@ -88,7 +87,6 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg)
 		struct gate_probe *p = &probes[i];
 
 		p->pc = &cfg->probes[i];
-		p->is_ceiling = p->pc->ceiling;
 		p->name = strdup(p->pc->name);
 		if (!p->name) {
 			free_probes(probes, cfg->n_probes);
@@ -162,7 +160,7 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 			continue;
 		}
 		ceiling_state_note_own_ops(st, (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops));
-		if (p->is_ceiling && res->success) {
+		if (p->pc->ceiling && res->success) {
 			double iops = res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops;
 			double bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;
 
@@ -181,7 +179,7 @@ void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
 		struct ceiling_state *st;
 		bool is_quiet;
 
-		if (!p->is_ceiling) {
+		if (!p->pc->ceiling) {
 			continue;
 		}
 		st = state_of(p, sampler);
