@@ -147,6 +147,20 @@ struct registry *registry_free(struct registry *r)
 	return NULL;
 }
 
+bool probe_state_does_op(const struct probe_state *p, enum probe_op op)
+{
+	switch (op) {
+	case PROBE_OP_READ:
+		return probe_rw_reads(p->rw);
+	case PROBE_OP_WRITE:
+		return probe_rw_writes(p->rw);
+	case PROBE_OP_FSYNC:
+		return p->has_fsync;
+	default:
+		return false;
+	}
+}
+
 static int probe_state_copy(const struct probe_state *src, struct probe_state *dst)
 {
 	*dst = *src;

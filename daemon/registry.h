@@ -35,6 +35,9 @@ struct probe_state {
 	bool has_fsync;               /* fsync ops are part of the probe */
 };
 
+/* Whether the probe performs `op` (and has figures for it to show). */
+bool probe_state_does_op(const struct probe_state *p, enum probe_op op);
+
 /* The /metrics exposition formats. */
 enum metrics_format {
 	METRICS_FORMAT_PROMETHEUS,    /* text 0.0.4 */

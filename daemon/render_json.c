@@ -322,13 +322,6 @@ static uint64_t errors_sum(const struct probe_op_result *o)
 	return n;
 }
 
-static bool probe_does_op(const struct probe_state *p, enum probe_op op)
-{
-	return op == PROBE_OP_READ    ? probe_rw_reads(p->rw)
-	       : op == PROBE_OP_WRITE ? probe_rw_writes(p->rw)
-				      : p->has_fsync;
-}
-
 static json_t *ops_json(const struct probe_state *p, const struct probe_op_result *ops, bool is_last)
 {
 	json_t *o = json_object();
@@ -336,7 +329,7 @@ static json_t *ops_json(const struct probe_state *p, const struct probe_op_resul
 	for (enum probe_op op = 0; o && op < _PROBE_OP_MAX; op++) {
 		json_t *v;
 
-		if (!probe_does_op(p, op)) {
+		if (!probe_state_does_op(p, op)) {
 			continue;
 		}
 		if (is_last) {

@@ -738,23 +738,9 @@ struct probe_family {
 };
 
 /* The ops a probe performs, in order. */
-static bool probe_does_op(const struct probe_state *p, enum probe_op op)
-{
-	switch (op) {
-	case PROBE_OP_READ:
-		return probe_rw_reads(p->rw);
-	case PROBE_OP_WRITE:
-		return probe_rw_writes(p->rw);
-	case PROBE_OP_FSYNC:
-		return p->has_fsync;
-	default:
-		return false;
-	}
-}
-
 #define FOREACH_PROBE_OP(op, p)                                                \
 	for (enum probe_op op = 0; op < _PROBE_OP_MAX; op++)                   \
-		if (probe_does_op((p), op))
+		if (probe_state_does_op((p), op))
 
 static void emit_probe_info(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
