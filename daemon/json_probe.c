@@ -15,7 +15,8 @@ static void set(json_t *obj, const char *key, json_t *v, bool *ok)
 	}
 }
 
-json_t *probe_percentiles_to_json(const struct histogram *h)
+/* {"1.000000": ns, ...} with fio's default percentile list. */
+static json_t *percentiles_to_json(const struct histogram *h)
 {
 	json_auto_t *p = json_object();
 	bool ok = true;
@@ -47,7 +48,7 @@ static json_t *latency_to_json(const struct histogram *h)
 	set(o, "stddev", json_real(histogram_stddev(h)), &ok);
 	set(o, "N", json_integer((json_int_t)h->count), &ok);
 	if (h->count > 0) {
-		set(o, "percentile", probe_percentiles_to_json(h), &ok);
+		set(o, "percentile", percentiles_to_json(h), &ok);
 	}
 	return ok ? TAKE_PTR(o) : NULL;
 }
@@ -67,7 +68,11 @@ static json_t *errors_to_json(const uint64_t errors[_PROBE_ERR_MAX])
 	return ok ? TAKE_PTR(o) : NULL;
 }
 
-json_t *probe_op_result_to_json(const struct probe_op_result *r, enum probe_op op, uint64_t runtime_usec)
+/* One op of a run: read/write as fio's "read" and "write" objects (latency
+ * in "clat_ns"), fsync as fio's "sync" object (latency in "lat_ns"), plus
+ * iopsd's "errors" by reason. `runtime_usec` is fio's "runtime" (ms in the
+ * output). */
+static json_t *op_result_to_json(const struct probe_op_result *r, enum probe_op op, uint64_t runtime_usec)
 {
 	json_auto_t *o = json_object();
 	bool ok = true;
@@ -115,8 +120,7 @@ json_t *probe_result_to_json(const struct probe_result *r)
 	set(o, "runtime_usec", json_integer((json_int_t)r->runtime_usec), &ok);
 	set(o, "layout_usec", json_integer((json_int_t)r->layout_usec), &ok);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		set(o, keys[op], probe_op_result_to_json(&r->op[op], (enum probe_op)op, r->runtime_usec),
-		    &ok);
+		set(o, keys[op], op_result_to_json(&r->op[op], (enum probe_op)op, r->runtime_usec), &ok);
 		for (size_t e = 0; e < _PROBE_ERR_MAX; e++) {
 			errors[e] += r->op[op].errors[e];
 		}
