@@ -735,7 +735,14 @@ struct probe_family {
 	enum family_type type;
 	const char *help;
 	probe_emit_fn emit;
+	/* emit_probe_counter: a uint64_t of struct probe_state;
+	 * emit_op_total, emit_last_op_rate: a field of struct probe_op_result */
+	size_t offset;
+	bool data_only; /* not for fsync, which moves no data */
 };
+
+#define PROBE_STATE(field) .offset = offsetof(struct probe_state, field)
+#define OP_RESULT(field) .offset = offsetof(struct probe_op_result, field)
 
 /* The ops a probe performs, in order. */
 #define FOREACH_PROBE_OP(op, p)                                                \
@@ -754,38 +761,27 @@ static void emit_probe_info(struct writer *w, const struct probe_family *f, cons
 	sample(w, f->name, l, ELEMENTSOF(l), 1);
 }
 
-static void emit_runs(struct writer *w, const struct probe_family *f, const struct probe_state *p)
+static void emit_probe_counter(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
 	struct label l[] = {{"probe", p->name}, {"target", p->target}};
+	uint64_t v;
 
-	sample_u64(w, f->name, l, 2, p->runs_total);
+	memcpy(&v, (const char *)p + f->offset, sizeof(v));
+	sample_u64(w, f->name, l, 2, v);
 }
 
-static void emit_failures(struct writer *w, const struct probe_family *f, const struct probe_state *p)
-{
-	struct label l[] = {{"probe", p->name}, {"target", p->target}};
-
-	sample_u64(w, f->name, l, 2, p->failures_total);
-}
-
-static void emit_ops(struct writer *w, const struct probe_family *f, const struct probe_state *p)
+/* A counter of each op since start. */
+static void emit_op_total(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
 	FOREACH_PROBE_OP(op, p) {
 		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
+		uint64_t v;
 
-		sample_u64(w, f->name, l, 3, p->total[op].ops);
-	}
-}
-
-static void emit_bytes(struct writer *w, const struct probe_family *f, const struct probe_state *p)
-{
-	FOREACH_PROBE_OP(op, p) {
-		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
-
-		if (op == PROBE_OP_FSYNC) {
-			continue; /* moves no data */
+		if (f->data_only && op == PROBE_OP_FSYNC) {
+			continue;
 		}
-		sample_u64(w, f->name, l, 3, p->total[op].bytes);
+		memcpy(&v, (const char *)&p->total[op] + f->offset, sizeof(v));
+		sample_u64(w, f->name, l, 3, v);
 	}
 }
 
@@ -814,30 +810,21 @@ static void emit_latency(struct writer *w, const struct probe_family *f, const s
 	}
 }
 
-static void emit_probe_iops(struct writer *w, const struct probe_family *f, const struct probe_state *p)
+/* A rate of each op in the last run. */
+static void emit_last_op_rate(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
 	if (!p->has_last) {
 		return;
 	}
 	FOREACH_PROBE_OP(op, p) {
 		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
+		double v;
 
-		sample(w, f->name, l, 3, p->last.op[op].iops);
-	}
-}
-
-static void emit_probe_throughput(struct writer *w, const struct probe_family *f, const struct probe_state *p)
-{
-	if (!p->has_last) {
-		return;
-	}
-	FOREACH_PROBE_OP(op, p) {
-		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
-
-		if (op == PROBE_OP_FSYNC) {
+		if (f->data_only && op == PROBE_OP_FSYNC) {
 			continue;
 		}
-		sample(w, f->name, l, 3, p->last.op[op].bw_bytes);
+		memcpy(&v, (const char *)&p->last.op[op] + f->offset, sizeof(v));
+		sample(w, f->name, l, 3, v);
 	}
 }
 
@@ -901,16 +888,21 @@ static void emit_last_duration(struct writer *w, const struct probe_family *f, c
 
 static const struct probe_family probe_families[] = {
 	{"iopsd_probe_info", FAMILY_GAUGE, "Always 1; the probe's device and fio rw mode.", emit_probe_info},
-	{"iopsd_probe_runs_total", FAMILY_COUNTER, "Completed runs of the probe.", emit_runs},
-	{"iopsd_probe_failures_total", FAMILY_COUNTER, "Runs of the probe that ended with an error.", emit_failures},
-	{"iopsd_probe_ops_total", FAMILY_COUNTER, "I/O operations completed by the probe.", emit_ops},
-	{"iopsd_probe_bytes_total", FAMILY_COUNTER, "Bytes transferred by the probe.", emit_bytes},
+	{"iopsd_probe_runs_total", FAMILY_COUNTER, "Completed runs of the probe.", emit_probe_counter,
+	 PROBE_STATE(runs_total)},
+	{"iopsd_probe_failures_total", FAMILY_COUNTER, "Runs of the probe that ended with an error.",
+	 emit_probe_counter, PROBE_STATE(failures_total)},
+	{"iopsd_probe_ops_total", FAMILY_COUNTER, "I/O operations completed by the probe.", emit_op_total,
+	 OP_RESULT(ops)},
+	{"iopsd_probe_bytes_total", FAMILY_COUNTER, "Bytes transferred by the probe.", emit_op_total,
+	 OP_RESULT(bytes), .data_only = true},
 	{"iopsd_probe_errors_total", FAMILY_COUNTER, "I/O errors seen by the probe, by reason.", emit_errors},
 	{"iopsd_probe_latency_seconds", FAMILY_HISTOGRAM,
 	 "Completion latency of the probe's I/O (submit to reap), O_DIRECT, since start.", emit_latency},
-	{"iopsd_probe_iops", FAMILY_GAUGE, "Operations per second in the last run.", emit_probe_iops},
+	{"iopsd_probe_iops", FAMILY_GAUGE, "Operations per second in the last run.",
+	 emit_last_op_rate, OP_RESULT(iops)},
 	{"iopsd_probe_throughput_bytes_per_second", FAMILY_GAUGE, "Bytes per second in the last run.",
-	 emit_probe_throughput},
+	 emit_last_op_rate, OP_RESULT(bw_bytes), .data_only = true},
 	{"iopsd_probe_latency_quantile_seconds", FAMILY_SUMMARY,
 	 "Completion latency quantiles of the last run; _sum and _count since start.", emit_quantiles},
 	{"iopsd_probe_success", FAMILY_GAUGE, "1 when the last run completed its budget without error, else 0.",

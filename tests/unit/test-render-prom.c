@@ -44,6 +44,33 @@ static void test_openmetrics_matches_golden(void **state)
 	snapshot_unref(s);
 }
 
+/* fsync moves no data: it has ops and a rate, never bytes or a throughput */
+static void test_fsync_has_ops_and_iops_but_no_bytes(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(false);
+	struct probe_state *p = &s->probes[1]; /* "mixed": randrw with fsync */
+	char *text;
+
+	p->has_last = true;
+	p->total[PROBE_OP_FSYNC].ops = 7;
+	p->last.op[PROBE_OP_WRITE].iops = 20;
+	p->last.op[PROBE_OP_WRITE].bw_bytes = 81920;
+	p->last.op[PROBE_OP_FSYNC].iops = 2.5;
+	p->last.op[PROBE_OP_FSYNC].bw_bytes = 123;
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+#define L "probe=\"mixed\",target=\"/srv/db\""
+	assert_non_null(strstr(text, "\niopsd_probe_ops_total{" L ",op=\"fsync\"} 7\n"));
+	assert_non_null(strstr(text, "\niopsd_probe_iops{" L ",op=\"fsync\"} 2.5\n"));
+	assert_non_null(strstr(text, "\niopsd_probe_iops{" L ",op=\"write\"} 20\n"));
+	assert_non_null(strstr(text, "\niopsd_probe_throughput_bytes_per_second{" L ",op=\"write\"} 81920\n"));
+	assert_non_null(strstr(text, "\niopsd_probe_bytes_total{" L ",op=\"write\"} 0\n"));
+	assert_null(strstr(text, "iopsd_probe_throughput_bytes_per_second{" L ",op=\"fsync\"}"));
+	assert_null(strstr(text, "iopsd_probe_bytes_total{" L ",op=\"fsync\"}"));
+#undef L
+	free(text);
+	snapshot_unref(s);
+}
+
 static void test_fresh_daemon_renders_without_devices_or_runs(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(false);
@@ -262,6 +289,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_format_matches_golden),
 		cmocka_unit_test(test_openmetrics_matches_golden),
+		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),
 		cmocka_unit_test(test_values_are_shortest_round_trip),
