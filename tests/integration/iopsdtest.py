@@ -320,6 +320,50 @@ class Ext4Mount:
         self.loop.cleanup()
 
 
+class BlkioThrottle:
+    """A cgroup v1 blkio group throttling one device for the processes in
+    it: moved in with add(pid), or started through wrap(cmd), a shell that
+    moves itself in, then execs. `name` should include the test's role."""
+
+    ROOT = "/sys/fs/cgroup/blkio"
+
+    def __init__(self, name, dev):
+        self.path = os.path.join(self.ROOT, name)
+        os.mkdir(self.path)
+        st = os.stat(dev)
+        self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+    def limit(self, knob, value):
+        """knob: read_iops, write_iops, read_bps or write_bps; 0 lifts it."""
+        with open(os.path.join(self.path, f"blkio.throttle.{knob}_device"), "w") as f:
+            f.write(f"{self.devno} {value}")
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def wrap(self, cmd):
+        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$0" "$@"'] + list(cmd)
+
+    def cleanup(self, pid=None):
+        """Move `pid` (still running) back to the root group, then remove
+        the group once its other processes have gone."""
+        if pid:
+            try:
+                with open(os.path.join(self.ROOT, "cgroup.procs"), "w") as f:
+                    f.write(str(pid))
+            except OSError:
+                pass
+        for _ in range(100):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
 def proc_status(pid, field):
     """A numeric field of /proc/PID/status (VmRSS in kB, Threads...)."""
     with open(f"/proc/{pid}/status") as f:

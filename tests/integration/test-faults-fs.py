@@ -46,38 +46,6 @@ directory={raw}
 """
 
 
-class BlkioThrottle:
-    """A cgroup v1 blkio group that limits the write rate of the processes
-    moved into it on one device."""
-
-    ROOT = "/sys/fs/cgroup/blkio"
-
-    def __init__(self, name):
-        self.path = os.path.join(self.ROOT, name)
-        os.mkdir(self.path)
-
-    def add(self, pid):
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
-
-    def limit_write_bps(self, dev_path, bps):
-        st = os.stat(dev_path)
-        with open(os.path.join(self.path, "blkio.throttle.write_bps_device"), "w") as f:
-            f.write(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)} {bps}")
-
-    def cleanup(self, pid=None):
-        if pid:
-            try:
-                with open(os.path.join(self.ROOT, "cgroup.procs"), "w") as f:
-                    f.write(str(pid))
-            except OSError:
-                pass
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
-
-
 def fill(path):
     """Fill the filesystem with a user's file (dd stops at ENOSPC)."""
     subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=512", "oflag=direct"],
@@ -87,7 +55,7 @@ def fill(path):
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4", "mount", "umount", "dd")
-    if not os.path.isdir(BlkioThrottle.ROOT):
+    if not os.path.isdir(t.BlkioThrottle.ROOT):
         t.skip("no cgroup v1 blkio controller")
     fs = t.Ext4Mount("reliability-faults-fs", 64)
     try:
@@ -163,9 +131,9 @@ def run_faults(fs, raw):
 
         # 4. ENOSPC during the layout's writes: the layout is slowed to 1 MiB/s
         #    by a blkio throttle and the filesystem fills up while it runs
-        throttle = BlkioThrottle(f"iopsd-reliability-{os.getpid()}")
+        throttle = t.BlkioThrottle(f"iopsd-reliability-{os.getpid()}", fs.loop.path)
         throttle.add(d.proc.pid)
-        throttle.limit_write_bps(fs.loop.path, 1 << 20)
+        throttle.limit("write_bps", 1 << 20)
         logged = root.failures_logged()
         before = root.errors("enospc")
         os.unlink(os.path.join(mnt, ".iopsd", "root.dat"))
@@ -176,7 +144,7 @@ def run_faults(fs, raw):
         t.wait_until(lambda: "laying out" in d.read_log(), 5, what="the layout failure in the log")
         assert root.state()["success"] == 0
         assert not os.path.exists(tmp), "the partial probe file was left behind on a full filesystem"
-        throttle.limit_write_bps(fs.loop.path, 0)
+        throttle.limit("write_bps", 0)
         os.unlink(fillfile)
         root.expect_recovered(timeout=15)
         assert root.failures_logged() - logged <= 2, d.read_log()

@@ -14,36 +14,6 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import iopsdtest as t  # noqa: E402
 
-BLKIO = "/sys/fs/cgroup/blkio"
-
-
-class Throttle:
-    """A blkio cgroup capping reads of one device; commands run inside it
-    through a shell that moves itself into the cgroup, then execs."""
-
-    def __init__(self, dev, read_iops):
-        self.path = os.path.join(BLKIO, f"iopsd-probe-throttle-{os.getpid()}")
-        os.mkdir(self.path)
-        st = os.stat(dev)
-        self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-        self.set(read_iops)
-
-    def set(self, read_iops):
-        with open(os.path.join(self.path, "blkio.throttle.read_iops_device"), "w") as f:
-            f.write(f"{self.devno} {read_iops}")
-
-    def wrap(self, cmd):
-        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$0" "$@"'] + cmd
-
-    def cleanup(self):
-        for _ in range(100):
-            try:
-                os.rmdir(self.path)
-                return
-            except OSError:
-                time.sleep(0.1)
-
-
 def once_in(throttle, conf):
     """Run --once in the cgroup; returns (exit status, document, seconds
     until the document was complete, stderr)."""
@@ -76,10 +46,11 @@ def once_in(throttle, conf):
 def main():
     t.require_root()
     t.require_tool("losetup")
-    if not os.path.exists(os.path.join(BLKIO, "cgroup.procs")):
+    if not os.path.exists(os.path.join(t.BlkioThrottle.ROOT, "cgroup.procs")):
         t.skip("no cgroup v1 blkio hierarchy")
     dev = t.LoopDevice("probe-throttled", 64, in_memory=True)
-    throttle = Throttle(dev.path, 400)
+    throttle = t.BlkioThrottle(f"iopsd-probe-throttle-{os.getpid()}", dev.path)
+    throttle.limit("read_iops", 400)
     workdir = tempfile.mkdtemp(prefix="iopsd-probe-throttled-")
     daemon = None
     try:
@@ -105,7 +76,7 @@ def main():
         assert 32e6 < mean < 48e6, mean
 
         # far below the budget: 16 in flight at 4 IOPS cannot drain in 2x runtime
-        throttle.set(4)
+        throttle.limit("read_iops", 4)
         slow = os.path.join(workdir, "slow.conf")
         with open(slow, "w") as f:
             f.write(f"[stuck]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=1s\n")
@@ -142,7 +113,7 @@ def main():
             timeouts()
             time.sleep(0.2)
         # stopping: the daemon exits once the kernel has finished the stuck I/O
-        throttle.set(100000)
+        throttle.limit("read_iops", 100000)
         rc, took = daemon.stop(timeout=15)
         assert rc == 0, rc
         print(f"ok: 400 IOPS cap measured at {iops:.1f}, timeouts reported, daemon stopped in {took:.2f} s")
@@ -150,7 +121,7 @@ def main():
         if daemon and daemon.proc and daemon.proc.poll() is None:
             daemon.proc.kill()
             daemon.proc.wait()
-        throttle.set(0)
+        throttle.limit("read_iops", 0)
         throttle.cleanup()
         dev.cleanup()
         subprocess.run(["rm", "-rf", workdir])
