@@ -59,8 +59,9 @@ fi
 "$LAB" run "${opts[@]}" -- cat /proc/self/cgroup | grep -q "iopsd-lab-$name" || fail "run is not in the cgroup"
 "$LAB" run "${opts[@]}" -- sleep 60 &
 sleeper=$!
-sleep 0.5
-"$LAB" status "${opts[@]}" | grep -q "procs:.*$sleeper" || fail "status does not list the process"
+listed() { "$LAB" status "${opts[@]}" | grep -q "procs:.*$sleeper"; }
+for _ in $(seq 50); do listed && break; sleep 0.1; done
+listed || fail "status does not list the process"
 if "$LAB" down "${opts[@]}" >/dev/null 2>&1; then
 	fail "down went ahead with a process in the cgroup"
 fi
