@@ -34,9 +34,8 @@
 #define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
 /* Longest single wait in a job, so that a cancel is seen even while I/O
  * is stuck. */
-#define JOB_WAIT_SLICE_NS  (100 * NSEC_PER_MSEC)
-#define EXT_CANCEL_POLL_NS (100 * NSEC_PER_MSEC)
-#define BUF_ALIGN	   4096
+#define JOB_WAIT_SLICE_NS (100 * NSEC_PER_MSEC)
+#define BUF_ALIGN	  4096
 
 enum run_phase {
 	PHASE_PREPARE,
@@ -95,7 +94,6 @@ struct run {
 
 	int fd;
 	char target[PATH_MAX];
-	const volatile bool *ext_cancel; /* read by probe_wait() only */
 
 	/* under lock */
 	enum run_phase phase;
@@ -1144,7 +1142,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		uint64_t now = now_nsec(CLOCK_MONOTONIC), deadline, wake;
+		uint64_t now = now_nsec(CLOCK_MONOTONIC), deadline;
 		struct timespec ts;
 
 		if (r->phase == PHASE_DONE) {
@@ -1173,15 +1171,8 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			run_cancel_locked(r);
 			break;
 		}
-		wake = deadline;
-		if (r->ext_cancel && now + EXT_CANCEL_POLL_NS < wake) {
-			wake = now + EXT_CANCEL_POLL_NS;
-		}
-		ts = ns_to_timespec(wake);
+		ts = ns_to_timespec(deadline);
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
-		if (r->ext_cancel && *r->ext_cancel) {
-			run_cancel_locked(r);
-		}
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -1206,13 +1197,12 @@ struct probe_run *probe_run_free(struct probe_run *run)
 		/* nobody waits for it any more: stop it */
 		run_cancel_locked(r);
 	}
-	r->ext_cancel = NULL;
 	pthread_mutex_unlock(&r->lock);
 	run_unref(r);
 	return NULL;
 }
 
-int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct probe_result *ret)
+int probe_run(const struct probe_config *pc, struct probe_result *ret)
 {
 	struct probe_run *run = NULL;
 	int k;
@@ -1220,16 +1210,6 @@ int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct
 	k = probe_start(pc, NULL, &run);
 	if (k < 0) {
 		return k;
-	}
-	if (cancel) {
-		struct run *r = (struct run *)run;
-
-		pthread_mutex_lock(&r->lock);
-		r->ext_cancel = cancel;
-		if (*cancel) {
-			run_cancel_locked(r);
-		}
-		pthread_mutex_unlock(&r->lock);
 	}
 	probe_wait(run, ret);
 	probe_run_free(run);

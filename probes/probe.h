@@ -59,12 +59,11 @@ struct probe_result {
 void probe_result_init(struct probe_result *res);
 
 /* Run `pc` once. Blocks the calling thread for at most ~2x the probe's
- * runtime (a run that takes longer is cancelled and reported as a timeout).
- * `cancel` may be NULL; when it points to true the run stops early (it is
- * looked at every 100 ms; probe_start()/probe_cancel() stop at once). Always
- * fills *ret (errors are inside it); returns 0, or -errno only for failures
- * to even start (ENOMEM). */
-int probe_run(const struct probe_config *pc, const volatile bool *cancel, struct probe_result *ret);
+ * runtime (a run that takes longer is cancelled and reported as a timeout);
+ * to stop a run early, use probe_start() and probe_cancel(). Always fills
+ * *ret (errors are inside it); returns 0, or -errno only for failures to
+ * even start (ENOMEM). */
+int probe_run(const struct probe_config *pc, struct probe_result *ret);
 
 /* What a run needs beyond its configuration. */
 struct probe_options {

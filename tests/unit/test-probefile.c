@@ -304,7 +304,7 @@ static struct probe_config file_probe(const char *dir, enum probe_rw rw)
 
 static void run_or_skip(const struct probe_config *pc, struct probe_result *res)
 {
-	assert_int_equal(probe_run(pc, NULL, res), 0);
+	assert_int_equal(probe_run(pc, res), 0);
 	if (res->error == -EINVAL && strstr(res->message, "O_DIRECT not supported")) {
 		skip();
 	}
@@ -497,7 +497,7 @@ static void test_write_probe_on_a_device_is_refused_before_opening_it(void **sta
 	struct probe_result *res = malloc(sizeof(*res));
 
 	assert_non_null(res);
-	assert_int_equal(probe_run(&pc, NULL, res), 0);
+	assert_int_equal(probe_run(&pc, res), 0);
 	assert_false(res->success);
 	assert_int_equal(res->error, -EINVAL);
 	assert_non_null(strstr(res->message, "refusing rw=randwrite on the raw block device /dev/null"));
@@ -512,7 +512,7 @@ static void test_filename_must_be_a_block_device(void **state)
 	struct probe_result *res = malloc(sizeof(*res));
 
 	assert_non_null(res);
-	assert_int_equal(probe_run(&pc, NULL, res), 0);
+	assert_int_equal(probe_run(&pc, res), 0);
 	assert_false(res->success);
 	assert_non_null(strstr(res->message, "not a block device"));
 	free(res);
