@@ -6,11 +6,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import http.client
 
 sys.path.insert(0, os.path.dirname(__file__))
-from iopsdtest import IOPSD, free_port, require_tool  # noqa: E402
+from iopsdtest import IOPSD, free_port, require_tool, wait_until  # noqa: E402
 
 
 def main():
@@ -25,19 +24,16 @@ def main():
     proc = subprocess.Popen(["systemd-socket-activate", "-l", f"127.0.0.1:{passed_port}",
                              IOPSD, "--config", cfg], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 15
-        body = None
-        while time.monotonic() < deadline:
+        def scrape():
             try:
                 c = http.client.HTTPConnection("127.0.0.1", passed_port, timeout=5)
                 c.request("GET", "/metrics")
                 r = c.getresponse()
-                body = r.read().decode()
-                assert r.status == 200, r.status
-                break
+                return r.status, r.read().decode()
             except (OSError, http.client.HTTPException):
-                time.sleep(0.1)
-        assert body and "iopsd_build_info" in body, "no metrics on the activated socket"
+                return None
+        status, body = wait_until(scrape, 15, 0.1, "an answer on the activated socket")
+        assert status == 200 and "iopsd_build_info" in body, (status, body[:300])
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", own_port)) != 0, \
                 "iopsd bound its configured address although a socket was passed"
