@@ -812,8 +812,12 @@ static enum MHD_Result dispatch(struct request *q, const char *url, const char *
 			return respond_error(q, MHD_HTTP_BAD_REQUEST, "%s", err);
 		}
 	}
-	if (route->needs_snapshot && !q->snap) {
-		return respond_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: no snapshot published yet");
+	if (route->needs_snapshot) {
+		q->snap = registry_acquire(q->h->registry);
+		if (!q->snap) {
+			return respond_error(q, MHD_HTTP_SERVICE_UNAVAILABLE,
+					     "starting: no snapshot published yet");
+		}
 	}
 	return route->handle(q);
 }
@@ -844,7 +848,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 
-	q.snap = registry_acquire(h->registry);
 	r = dispatch(&q, url, method);
 	snapshot_unref(q.snap);
 	return r;
