@@ -67,11 +67,22 @@ static bool is_queueing(const struct ceiling_params *p, const struct ceiling_sam
 	return s->queue_depth >= p->min_queue && s->utilization >= p->min_utilization;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The median of v[0..n-1], n > 0, sorting v in place. An insertion sort:
+ * this runs twice per device and tick on a window of p->window (20) values,
+ * where qsort's merge sort and indirect comparisons cost more than the rest
+ * of the ceiling update. */
+static double median_of(double *v, unsigned n)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	for (unsigned i = 1; i < n; i++) {
+		double x = v[i];
+		unsigned j = i;
 
-	return (x > y) - (x < y);
+		for (; j > 0 && v[j - 1] > x; j--) {
+			v[j] = v[j - 1];
+		}
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The plateau test over the last p->window samples. A token bucket holds
@@ -109,8 +120,7 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
 		return false;
 	}
-	qsort(values, n_q, sizeof(values[0]), cmp_double);
-	median = n_q % 2 ? values[n_q / 2] : (values[n_q / 2 - 1] + values[n_q / 2]) / 2;
+	median = median_of(values, n_q);
 	band = band_for(p, res, median, latest);
 	for (unsigned i = 0; i < window; i++) {
 		const struct ceiling_sample *s = recent(st, i);
