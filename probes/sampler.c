@@ -21,6 +21,7 @@
 #include "macro.h"
 #include "name_index.h"
 #include "pressure.h"
+#include "timeutil.h"
 #include "topology.h"
 
 #define DISKSTATS_BUF_INITIAL (64U << 10)
@@ -74,10 +75,7 @@ struct sampler {
 
 static uint64_t clock_usec(clockid_t clock, void *userdata)
 {
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+	return now_usec(clock);
 }
 
 static void free_regexes(struct sampler *s)
