@@ -703,13 +703,10 @@ static const struct route routes[] = {
 	{"/api/v1/devices", handle_devices, true, devices_params},
 	{"/api/v1/probes", handle_probes, true, probes_params},
 	{"/api/v1/history", handle_history, true, history_params},
-	/* the live page: every path here must be in webpage.h's table */
-	{"/", handle_page, false, NULL},
-	{"/assets/app.js", handle_page, false, NULL},
-	{"/assets/style.css", handle_page, false, NULL},
-	{"/assets/chart.js", handle_page, false, NULL},
-	{"/assets/favicon.svg", handle_page, false, NULL},
 };
+
+/* The live page and every asset in webpage.h's table. */
+static const struct route page_route = {NULL, handle_page, false, NULL};
 
 /* ---- libmicrohttpd callbacks ---- */
 
@@ -788,6 +785,9 @@ static enum MHD_Result dispatch(struct request *q, const char *url, const char *
 			route = &routes[i];
 			break;
 		}
+	}
+	if (!route && webpage_find(url)) {
+		route = &page_route;
 	}
 	if (!route) {
 		return respond_error(q, MHD_HTTP_NOT_FOUND, "no such path: %.128s", url);
