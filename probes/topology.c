@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
 #define TOPOLOGY_MAX_DEPTH 8
@@ -237,24 +238,11 @@ static int read_attr(const char *base, const char *attr, char *buf, size_t len)
 
 static int read_u64_attr(const char *base, const char *attr, uint64_t *ret)
 {
-	char buf[32], *end;
-	unsigned long long v;
+	char buf[32];
 	int r;
 
 	r = read_attr(base, attr, buf, sizeof(buf));
-	if (r < 0) {
-		return r;
-	}
-	if (buf[0] < '0' || buf[0] > '9') {
-		return -EINVAL;
-	}
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (errno != 0 || *end != '\0') {
-		return -EINVAL;
-	}
-	*ret = v;
-	return 0;
+	return r < 0 ? r : parse_uint64(buf, ret);
 }
 
 static bool has_attr(const char *base, const char *attr)
