@@ -264,6 +264,17 @@ static void log_result(struct sched_probe *p, const struct probe_result *res)
 	p->n_failed++;
 }
 
+/* The first slot of the plan after `now`: the one after `planned`, or a
+ * later one when `now` has passed it. */
+static uint64_t next_slot(uint64_t planned, uint64_t interval, uint64_t now)
+{
+	planned += interval;
+	while (planned <= now) {
+		planned += interval;
+	}
+	return planned;
+}
+
 static void *probe_thread(void *userdata)
 {
 	struct sched_probe *p = userdata;
@@ -296,10 +307,7 @@ static void *probe_thread(void *userdata)
 				when = now + delay;
 				if (when >= planned + interval) {
 					/* still gated at the next slot: skip this one */
-					while (planned + interval <= now) {
-						planned += interval;
-					}
-					planned += interval;
+					planned = next_slot(planned, interval, now);
 					when = planned;
 				}
 				pthread_mutex_lock(&s->lock);
@@ -322,10 +330,7 @@ static void *probe_thread(void *userdata)
 
 		/* keep the cadence of the plan; skip slots a long run missed */
 		now = now_usec(CLOCK_MONOTONIC);
-		planned += interval;
-		while (planned <= now) {
-			planned += interval;
-		}
+		planned = next_slot(planned, interval, now);
 		when = planned;
 		pthread_mutex_lock(&s->lock);
 	}
