@@ -420,7 +420,9 @@ static struct ceiling_entry *add(struct ceiling_set *s, const char *name)
 	strcpy(e->name, name);
 	ceiling_state_init(&e->state);
 	s->entries[s->n++] = e;
-	s->is_index_stale = true;
+	if (s->is_index_stale || name_index_add(&s->index, s->entries, s->n, entry_name) < 0) {
+		s->is_index_stale = true;
+	}
 	return e;
 }
 

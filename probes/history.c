@@ -219,7 +219,7 @@ static struct device_ring *ring_get_locked(struct history *h, const char *name)
 	}
 	snprintf(ring->name, sizeof(ring->name), "%s", name);
 	h->n_rings++;
-	if (name_index_build(&h->index, h->rings, h->n_rings, ring_name_get) < 0) {
+	if (name_index_add(&h->index, h->rings, h->n_rings, ring_name_get) < 0) {
 		h->n_rings--;
 		zero_free(ring->records, h->n_slots, sizeof(*ring->records));
 		return NULL;

@@ -47,6 +47,21 @@ int name_index_build(struct name_index *ni, const void *base, size_t n, name_ind
 	return 0;
 }
 
+int name_index_add(struct name_index *ni, const void *base, size_t n, name_index_get_t get)
+{
+	size_t h;
+
+	if (!ni->slots || n * 2 > ni->mask + 1) {
+		return name_index_build(ni, base, n, get);
+	}
+	h = (size_t)hash_name(get(base, n - 1)) & ni->mask;
+	while (ni->slots[h] != 0) {
+		h = (h + 1) & ni->mask;
+	}
+	ni->slots[h] = n;
+	return 0;
+}
+
 size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get,
 		       const char *name)
 {

@@ -19,6 +19,12 @@ struct name_index {
  * Returns 0 or -ENOMEM (then *ni is empty but usable). */
 int name_index_build(struct name_index *ni, const void *base, size_t n, name_index_get_t get);
 
+/* Element n - 1 was just appended to the n elements of `base` (the first
+ * n - 1 are indexed): index it too, in O(1) amortized; the table is rebuilt
+ * larger only when it would be more than half full. Returns 0 or -ENOMEM
+ * (then *ni is empty but usable). */
+int name_index_add(struct name_index *ni, const void *base, size_t n, name_index_get_t get);
+
 /* Position of `name` in `base`, or SIZE_MAX when absent. */
 size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get,
 		       const char *name);
