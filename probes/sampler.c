@@ -34,7 +34,7 @@ struct sampler_dev {
 	struct device_rates rates;
 	bool has_member_rates;
 	struct device_rates member_rates;
-	struct device_ceiling ceiling;  /* carried across ticks (counters) */
+	struct device_ceiling ceiling;  /* this tick's verdict (its counters live in s->ceilings) */
 	const struct device_config *dc; /* its [device] section, NULL when none */
 	bool is_kept;                   /* passes the filter */
 };
@@ -447,10 +447,10 @@ static void derive_member_rates(struct sampler *s, size_t i)
 }
 
 /* The ceiling of one device, after its rates (and member rates) are derived
- * and before the snapshot is frozen. sd->ceiling persists across ticks, so
- * counters such as at_ceiling_*_seconds accumulate there; dc is the
- * device's [device] section (limits, burst model, threshold), NULL when
- * none. The ceiling module (probes/ceiling.c) hooks in here. */
+ * and before the snapshot is frozen. The detector state and counters such
+ * as at_ceiling_*_seconds persist in s->ceilings, by device name;
+ * sd->ceiling is rewritten every tick. dc is the device's [device] section
+ * (limits, burst model, threshold), NULL when none. */
 static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const struct device_config *dc)
 {
 	/* -ENOMEM still leaves the declared limits in sd->ceiling */
