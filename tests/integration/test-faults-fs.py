@@ -172,8 +172,10 @@ def run_faults(fs, raw):
         # 7. the probe file replaced by a symlink to a block device
         probe_file = os.path.join(mnt, ".iopsd", "root.dat")
         m = root.mark()
-        os.unlink(probe_file)
-        os.symlink(raw.path, probe_file)
+        # replaced atomically: between an unlink and a symlink a run could lay
+        # out a fresh file and rename it over the new symlink
+        os.symlink(raw.path, probe_file + ".swap")
+        os.rename(probe_file + ".swap", probe_file)
         assert root.expect_failing("other", mark=m) == 1, d.read_log()
         os.unlink(probe_file)
         root.expect_recovered()

@@ -276,8 +276,11 @@ try:
     assert statistics.median(lab_reads) > CAP_IOPS * 0.8 and statistics.median(lab_await) > 2, \
         ("lab volume not at its cap", lab_reads, lab_await)
     plain_reads, plain_util = iostat_column(reports, plain_dev, "r/s"), iostat_column(reports, plain_dev, "%util")
-    assert statistics.median(plain_reads) > 1500 and 2 < statistics.median(plain_util) < 95, \
-        ("plain loop device not partly busy", plain_reads, plain_util)
+    # how busy 2000 reads/s keep it depends on the host's cache of the
+    # virtual disk (0-1% when the host serves it from memory, more when not):
+    # only require that it is not saturated, where both tools would clamp
+    assert statistics.median(plain_reads) > 1500 and statistics.median(plain_util) < 95, \
+        ("plain loop device not below saturation", plain_reads, plain_util)
 
     fio.wait(timeout=30)
     # idle devices: both read the same counters
