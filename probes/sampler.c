@@ -126,7 +126,8 @@ static bool is_numbered(const char *name, const char *prefix)
 
 /* The device filter. device_exclude always drops; device_include, when set,
  * alone decides; otherwise a device that holds a configured target stays,
- * and ram, zram, unused loop devices and other partitions go. */
+ * and ram, zram, floppy drives (node_exporter's default leaves fd* out too),
+ * unused loop devices and other partitions go. */
 static bool device_is_kept(const struct sampler *s, const struct topology_device *td,
 			   bool holds_target)
 {
@@ -139,7 +140,8 @@ static bool device_is_kept(const struct sampler *s, const struct topology_device
 	if (holds_target) {
 		return true;
 	}
-	if (is_numbered(td->name, "ram") || is_numbered(td->name, "zram") || td->is_unused_loop) {
+	if (is_numbered(td->name, "ram") || is_numbered(td->name, "zram") || is_numbered(td->name, "fd") ||
+	    td->is_unused_loop) {
 		return false;
 	}
 	return td->topo.kind != DEVICE_KIND_PARTITION;

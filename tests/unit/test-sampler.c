@@ -110,6 +110,56 @@ static void test_default_filter_drops_ram_zram_unused_loops_and_partitions(void 
 	sampler_env_teardown(&e);
 }
 
+/* A floppy drive as the kernel shows it (fd0, major 2, platform device, no
+ * I/O) in the private sysfs and in /proc/diskstats. */
+static void add_floppy(struct sampler_env *e)
+{
+	char cmd[6000], ds[128];
+	_cleanup_free_ char *buf = NULL, *more = NULL;
+
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; d='%1$s/devices/platform/floppy.0/block/fd0'; mkdir -p \"$d/queue\";"
+		 " echo 2:0 > \"$d/dev\"; echo 8 > \"$d/size\";"
+		 " echo 512 > \"$d/queue/logical_block_size\"; echo 1 > \"$d/queue/rotational\";"
+		 " ln -s ../../devices/platform/floppy.0/block/fd0 '%1$s/class/block/fd0';"
+		 " ln -s ../devices/platform/floppy.0/block/fd0 '%1$s/block/fd0';"
+		 " ln -s ../../devices/platform/floppy.0/block/fd0 '%1$s/dev/block/2:0'",
+		 e->sys);
+	assert_int_equal(system(cmd), 0);
+	snprintf(ds, sizeof(ds), "%s/diskstats", e->dir);
+	assert_true(read_virtual_file(ds, 1 << 20, &buf) > 0);
+	assert_true(asprintf(&more, "%s   2       0 fd0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", buf) > 0);
+	sampler_env_write_file(ds, more);
+}
+
+/* node_exporter's default filter leaves floppy drives out (a guest with a
+ * floppy controller has fd0 and nothing behind it); device_include can still
+ * ask for one. */
+static void test_default_filter_drops_floppy_drives(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_env_private_sysfs(&e);
+	add_floppy(&e);
+	s = sampler_env_sample(&e, 0);
+	assert_null(sampler_snapshot_find(s, "fd0"));
+	assert_names(s, "xvda,xvdf,xvdg,nvme0n1,md0,dm-0,loop1");
+	assert_int_equal(s->n_devices_seen, 14);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^(fd|md)[0-9]\n");
+	sampler_env_private_sysfs(&e);
+	add_floppy(&e);
+	s = sampler_env_sample(&e, 0);
+	assert_names(s, "md0,fd0");
+	assert_int_equal(get(s, "fd0")->topo.kind, DEVICE_KIND_DISK);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 static void test_partitions_holding_a_configured_target_are_kept(void **state)
 {
 	struct sampler_env e;
@@ -448,6 +498,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_md0_members_reproduce_the_fio_run),
 		cmocka_unit_test(test_default_filter_drops_ram_zram_unused_loops_and_partitions),
+		cmocka_unit_test(test_default_filter_drops_floppy_drives),
 		cmocka_unit_test(test_partitions_holding_a_configured_target_are_kept),
 		cmocka_unit_test(test_include_and_exclude_regexes_select_devices),
 		cmocka_unit_test(test_reload_applies_the_new_filter),
