@@ -75,9 +75,15 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 			config_errors_clear(&errs);
 			return -EINVAL;
 		}
-		if (r < 0) {
+		if (r == -EFBIG) {
+			/* readable, but no configuration of ours is that long */
 			log_error_errno(r, "%s: cannot read configuration: %m", path);
 			return -EINVAL;
+		}
+		if (r < 0) {
+			/* the errno goes on to main(): a file we cannot read is
+			 * EX_NOINPUT, not a configuration error */
+			return log_error_errno(r, "%s: cannot read configuration: %m", path);
 		}
 	} else {
 		r = config_load_builtin(&cfg);
@@ -123,7 +129,8 @@ static void daemon_sample(struct daemon *d)
 	if (snap->parse_errors_total > d->diskstats_parse_errors_seen) {
 		if (!d->has_diskstats_garbage) {
 			log_warning("Skipping %" PRIu64 " malformed line(s) of %s/diskstats, ignoring them.",
-				    snap->parse_errors_total - d->diskstats_parse_errors_seen, d->args->procfs);
+				    snap->parse_errors_total - d->diskstats_parse_errors_seen,
+				    d->args->procfs);
 		}
 		d->has_diskstats_garbage = true;
 	} else if (d->has_diskstats_garbage) {
@@ -141,13 +148,24 @@ static void daemon_sample(struct daemon *d)
 	sampler_snapshot_unref(snap);
 }
 
+/* Publish what the modules hold now. On failure (out of memory) the previous
+ * snapshot stays served; logged, rate-limited. */
+static void daemon_publish(struct daemon *d)
+{
+	int r = registry_publish(d->registry);
+
+	if (r < 0 && ratelimit_below(&d->publish_log_ratelimit)) {
+		log_warning_errno(r, "Failed to publish a snapshot: %m, serving the previous one.");
+	}
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	uint64_t interval = d->cfg->sample_interval_usec, now = 0, next = usec + interval;
 
 	daemon_sample(d);
-	registry_publish(d->registry);
+	daemon_publish(d);
 
 	/* fixed rate from the scheduled time, so samples stay evenly spaced;
 	 * after a stall (suspend, a stopped process) skip the missed ticks */
@@ -187,61 +205,59 @@ static int daemon_schedule_sampling(struct daemon *d)
 				 on_sample_timer, d);
 }
 
-/* Swap in a new, already validated configuration. */
-static void daemon_apply_config(struct daemon *d, struct config *cfg)
+static void daemon_set_log_level(const struct config *cfg)
 {
-	struct config *old = d->cfg;
-	uint64_t old_interval = old ? old->sample_interval_usec : 0;
-	int r;
-
 	if (cfg->log_level >= 0) {
 		log_max_level = cfg->log_level;
 	}
-	if (old && strcmp(old->listen_address, cfg->listen_address) != 0) {
+}
+
+/* Swap a new, already validated configuration in for the running one (a
+ * reload: every module exists). Failures are logged, not returned. */
+static void daemon_apply_config(struct daemon *d, struct config *cfg)
+{
+	struct config *old = d->cfg;
+	int r;
+
+	daemon_set_log_level(cfg);
+	if (strcmp(old->listen_address, cfg->listen_address) != 0) {
 		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
 			    old->listen_address, cfg->listen_address);
 	}
 	/* probe threads read the configuration: stop them before it goes */
 	scheduler_stop(d->scheduler);
 	/* the sampler points into the configuration: move it over first */
-	if (d->sampler) {
-		r = sampler_set_config(d->sampler, cfg);
-		if (r < 0) {
-			log_error_errno(r, "Invalid device_include/device_exclude: %m, keeping the previous device filter.");
-		}
-		r = history_set_config(d->history, cfg);
-		if (r < 0) {
-			log_error_errno(r, "Failed to resize the history: %m, history disabled until the next reload.");
-		}
+	r = sampler_set_config(d->sampler, cfg);
+	if (r < 0) {
+		log_error_errno(
+		    r, "Invalid device_include/device_exclude: %m, keeping the previous device filter.");
+	}
+	r = history_set_config(d->history, cfg);
+	if (r < 0) {
+		log_error_errno(r,
+				"Failed to resize the history: %m, history disabled until the next reload.");
 	}
 	d->cfg = cfg;
-	config_free(old);
-	if (d->sample_timer && (!old_interval || old_interval != cfg->sample_interval_usec)) {
+	if (old->sample_interval_usec != cfg->sample_interval_usec) {
 		r = daemon_schedule_sampling(d);
 		if (r < 0) {
 			log_error_errno(r, "Failed to reschedule device sampling: %m");
 		}
 	}
-	/* cfg is in place now: failures below are logged, not returned */
-	if (d->registry) {
-		r = registry_set_probes(d->registry, d->cfg);
-		if (r < 0) {
-			log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
-			return;
-		}
-		registry_publish(d->registry);
+	config_free(old);
+	r = registry_set_probes(d->registry, d->cfg);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
+		return;
 	}
-	if (d->ceiling_gate) {
-		r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
-		if (r < 0) {
-			log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
-		}
+	daemon_publish(d);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
 	}
-	if (d->scheduler) {
-		r = scheduler_start(d->scheduler, d->cfg);
-		if (r < 0) {
-			log_error_errno(r, "Failed to start the probes: %m, not running probes.");
-		}
+	r = scheduler_start(d->scheduler, d->cfg);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the probes: %m, not running probes.");
 	}
 }
 
@@ -285,7 +301,7 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
 		log_warning_errno(errno, "Failed to read the wake eventfd: %m, ignoring.");
 	}
-	registry_publish(d->registry);
+	daemon_publish(d);
 	return 0;
 }
 
@@ -301,24 +317,15 @@ static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
 
-int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret)
+/* The event loop with its signal handlers and, under a systemd watchdog,
+ * the keep-alive timer. */
+static int daemon_setup_event(struct daemon *d)
 {
-	_cleanup_free_ struct daemon *d = NULL;
 	sigset_t mask;
 	int r;
 
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		config_free(cfg);
-		return -ENOMEM;
-	}
-	d->args = args;
-	sd_notify(0, "STATUS=Starting: binding the HTTP socket, taking the first device sample");
-	d->wake_fd = -1;
-
 	r = sd_event_default(&d->event);
 	if (r < 0) {
-		config_free(cfg);
 		return log_error_errno(r, "Failed to create the event loop: %m");
 	}
 	sigemptyset(&mask);
@@ -326,94 +333,144 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	if (sd_event_add_signal(d->event, NULL, SIGTERM, on_terminate, d) < 0 ||
-	    sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d) < 0 ||
-	    sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d) < 0) {
-		sd_event_unref(d->event);
-		config_free(cfg);
-		return log_error_errno(-EIO, "Failed to install signal handlers");
+	if ((r = sd_event_add_signal(d->event, NULL, SIGTERM, on_terminate, d)) < 0 ||
+	    (r = sd_event_add_signal(d->event, NULL, SIGINT, on_terminate, d)) < 0 ||
+	    (r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload, d)) < 0) {
+		return log_error_errno(r, "Failed to install signal handlers: %m");
 	}
 	if (sd_watchdog_enabled(0, &d->watchdog_usec) > 0) {
-		r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, d->watchdog_usec / 2,
-					       0, on_watchdog, d);
+		r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, d->watchdog_usec / 2, 0,
+					       on_watchdog, d);
 		if (r < 0) {
-			sd_event_unref(d->event);
-			config_free(cfg);
 			return log_error_errno(r, "Failed to set up the watchdog: %m");
 		}
 	}
-	daemon_apply_config(d, cfg);
-	if (mkdir(d->cfg->state_directory, 0750) < 0 && errno != EEXIST) {
-		log_warning_errno(errno, "Failed to create state directory %s: %m, ignoring.",
-				  d->cfg->state_directory);
-	}
+	return 0;
+}
 
-	/* Modules, in dependency order; daemon_free() releases them in reverse. */
+/* The registry with the configured probes, and the eventfd through which
+ * probe threads ask the main loop to publish. */
+static int daemon_setup_registry(struct daemon *d)
+{
+	int r;
+
 	r = registry_new(&d->registry);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to create the registry: %m");
 	}
 	r = registry_set_probes(d->registry, d->cfg);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to set up the probes: %m");
 	}
 	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->wake_fd < 0 ||
-	    sd_event_add_io(d->event, &d->wake_source, d->wake_fd, EPOLLIN, on_wake, d) < 0) {
-		r = -errno;
-		daemon_free(TAKE_PTR(d));
-		return log_error_errno(r, "Failed to create the wake eventfd: %m");
+	if (d->wake_fd < 0) {
+		return log_error_errno(errno, "Failed to create the wake eventfd: %m");
 	}
-	/* the device sampler; its first sample is taken here, before READY=1,
-	 * so that the first scrape already has every device */
-	d->sample_log_ratelimit = RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
+	r = sd_event_add_io(d->event, &d->wake_source, d->wake_fd, EPOLLIN, on_wake, d);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to watch the wake eventfd: %m");
+	}
+	return 0;
+}
+
+/* The device sampler and the history. The first sample is taken here,
+ * before READY=1, so that the first scrape already has every device. */
+static int daemon_setup_sampling(struct daemon *d)
+{
+	int r;
+
 	r = sampler_new(d->args->procfs, d->args->sysfs, d->cfg, &d->sampler);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
 	r = history_new(d->cfg, &d->history);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to allocate the history: %m");
 	}
 	registry_set_history(d->registry, d->history);
 	daemon_sample(d);
 	r = daemon_schedule_sampling(d);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
 		return log_error_errno(r, "Failed to schedule device sampling: %m");
 	}
-	/* probe threads report through the registry and the wake eventfd */
+	return 0;
+}
+
+/* The ceiling gate and the scheduler; probe threads report through the
+ * registry and the wake eventfd. */
+static int daemon_setup_probes(struct daemon *d)
+{
+	int r;
+
 	r = ceiling_gate_new(&d->ceiling_gate);
-	if (r >= 0) {
-		r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
-	}
-	if (r >= 0) {
-		r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
-	}
-	if (r >= 0) {
-		/* ceiling probes wait for a quiet device */
-		scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
-		r = scheduler_start(d->scheduler, d->cfg);
-	}
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
+		return log_error_errno(r, "Failed to create the ceiling gate: %m");
+	}
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to set up the ceiling probes: %m");
+	}
+	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the probe scheduler: %m");
+	}
+	/* ceiling probes wait for a quiet device */
+	scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
+	r = scheduler_start(d->scheduler, d->cfg);
+	if (r < 0) {
 		return log_error_errno(r, "Failed to start the probe scheduler: %m");
 	}
-	registry_publish(d->registry);
+	return 0;
+}
 
-	/* HTTP last: it serves what the modules above publish, and is bound
-	 * before READY=1. Logs its own errors; -EINVAL is a configuration error
-	 * (web config, listen address). */
-	r = http_server_new(d->cfg, d->registry, d->event, &d->http);
+/* The first snapshot, then HTTP: it serves what the modules above publish,
+ * and is bound before READY=1. http_server_new() logs its own errors;
+ * -EINVAL is a configuration error (web config, listen address). */
+static int daemon_setup_http(struct daemon *d)
+{
+	int r;
+
+	r = registry_publish(d->registry);
 	if (r < 0) {
-		daemon_free(TAKE_PTR(d));
-		return r;
+		return log_error_errno(r, "Failed to publish the first snapshot: %m");
+	}
+	return http_server_new(d->cfg, d->registry, d->event, &d->http);
+}
+
+static int (*const setup_steps[])(struct daemon *d) = {
+    daemon_setup_event, daemon_setup_registry, daemon_setup_sampling, daemon_setup_probes, daemon_setup_http,
+};
+
+int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret)
+{
+	_cleanup_(daemon_freep) struct daemon *d = NULL;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		config_free(cfg);
+		return log_error_errno(-ENOMEM, "Out of memory");
+	}
+	/* from here on daemon_free() releases whatever was built, in reverse */
+	d->cfg = cfg;
+	d->args = args;
+	d->wake_fd = -1;
+	d->sample_log_ratelimit = RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
+	d->publish_log_ratelimit = RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
+	daemon_set_log_level(d->cfg);
+	sd_notify(0, "STATUS=Starting: binding the HTTP socket, taking the first device sample");
+	if (mkdir(d->cfg->state_directory, 0750) < 0 && errno != EEXIST) {
+		log_warning_errno(errno, "Failed to create state directory %s: %m, ignoring.",
+				  d->cfg->state_directory);
 	}
 
+	/* Modules, in dependency order; daemon_free() releases them in reverse. */
+	for (size_t i = 0; i < ELEMENTSOF(setup_steps); i++) {
+		r = setup_steps[i](d);
+		if (r < 0) {
+			return r;
+		}
+	}
 	*ret = TAKE_PTR(d);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "macro.h"
 
 struct daemon {
 	const struct cli_args *args;
@@ -19,13 +20,14 @@ struct daemon {
 	uint64_t watchdog_usec;
 
 	struct sampler *sampler;
-	sd_event_source *sample_timer;  /* every cfg->sample_interval_usec, on realtime multiples */
-	struct history *history;        /* derived device rates and probe points for /api/v1/history */
+	sd_event_source *sample_timer; /* every cfg->sample_interval_usec, on realtime multiples */
+	struct history *history;       /* derived device rates and probe points for /api/v1/history */
 	struct ratelimit sample_log_ratelimit;
+	struct ratelimit publish_log_ratelimit;
 	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
-	bool has_diskstats_garbage;     /* the last sample skipped malformed lines */
+	bool has_diskstats_garbage;	      /* the last sample skipped malformed lines */
 	struct registry *registry;
-	int wake_fd;                    /* eventfd: probe threads ask for a publish */
+	int wake_fd; /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
 	struct scheduler *scheduler;
 	struct ceiling_gate *ceiling_gate; /* when ceiling probes may run; fed by the sampler */
@@ -34,14 +36,19 @@ struct daemon {
 
 /* Load the configuration the command line asks for (--config, else
  * /etc/iopsd/iopsd.conf when it exists, else the built-in default) and apply
- * command-line overrides. Prints FILE:LINE errors to stderr and returns
- * -EINVAL on a bad config. */
+ * command-line overrides. Logs what went wrong and returns -EINVAL for a
+ * bad config (FILE:LINE messages), -ENOMEM, or the -errno of a file that
+ * cannot be read (-ENOENT, -EACCES, ...). */
 int daemon_load_config(const struct cli_args *args, struct config **ret);
 
-/* Build the daemon. Takes ownership of cfg, also on failure. -EINVAL means a
- * configuration error (exit 78). */
+/* Build the daemon: modules in dependency order (event loop, registry,
+ * sampler and history, ceiling gate and scheduler, HTTP last). Takes
+ * ownership of cfg, also on failure. Logs and returns -errno; -EINVAL
+ * means a configuration error (exit 78). */
 int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **ret);
+/* Free the modules in the reverse order; copes with a half-built daemon. */
 struct daemon *daemon_free(struct daemon *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct daemon *, daemon_free);
 
 /* Run until SIGTERM/SIGINT. Returns 0 on a clean stop. */
 int daemon_run(struct daemon *d);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sysexits.h>
 
 #include "cli.h"
 #include "config.h"
@@ -10,6 +11,21 @@
 #include "once.h"
 
 static struct cli_args args;
+
+/* The exit status when loading the configuration failed with `r`
+ * (sysexits(3)): invalid is EX_CONFIG, unreadable (missing, no permission)
+ * EX_NOINPUT, out of memory a plain failure. */
+static int load_failure_status(int r)
+{
+	switch (r) {
+	case -EINVAL:
+		return EX_CONFIG;
+	case -ENOMEM:
+		return EXIT_FAILURE;
+	default:
+		return EX_NOINPUT;
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -21,7 +37,7 @@ int main(int argc, char **argv)
 	case CLI_EXIT_OK:
 		return EXIT_SUCCESS;
 	case CLI_EXIT_USAGE:
-		return 64; /* EX_USAGE */
+		return EX_USAGE;
 	case CLI_RUN:
 		break;
 	}
@@ -31,7 +47,7 @@ int main(int argc, char **argv)
 
 	r = daemon_load_config(&args, &cfg);
 	if (r < 0) {
-		return EX_CONFIG_STATUS;
+		return load_failure_status(r);
 	}
 	if (args.check_config) {
 		char summary[512];
@@ -51,7 +67,7 @@ int main(int argc, char **argv)
 	r = daemon_new(&args, cfg, &d);
 	if (r < 0) {
 		/* daemon_new() freed cfg */
-		return r == -EINVAL ? EX_CONFIG_STATUS : EXIT_FAILURE;
+		return r == -EINVAL ? EX_CONFIG : EXIT_FAILURE;
 	}
 	r = daemon_run(d);
 	daemon_free(d);

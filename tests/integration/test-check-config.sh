@@ -1,6 +1,7 @@
 #!/bin/bash
 # --check-config: every invalid fixture exits 78 with FILE:LINE on stderr;
-# the fio seed job file and the example config pass with a one-line summary.
+# a missing or unreadable file exits 66; the fio seed job file and the
+# example config pass with a one-line summary.
 set -euo pipefail
 fx="$SRCDIR/tests/fixtures/config"
 n=0
@@ -24,9 +25,26 @@ set +e
 "$IOPSD" --bogus-flag 2>/dev/null; rc2=$?
 err=$("$IOPSD" --log.level=loud 2>&1); rc3=$?
 set -e
-[ "$rc" -eq 78 ] || { echo "FAIL: missing config file exit $rc"; exit 1; }
+[ "$rc" -eq 66 ] || { echo "FAIL: missing config file exit $rc, expected 66 (EX_NOINPUT)"; exit 1; }
 [ "$rc2" -eq 64 ] || { echo "FAIL: unknown flag exit $rc2"; exit 1; }
 [ "$rc3" -eq 64 ] && echo "$err" | grep -q -- '--log.level' || { echo "FAIL: bad flag value: $rc3 $err"; exit 1; }
+# a config the daemon's user may not read is EX_NOINPUT too, not a config
+# error; as root, read it as nobody (root reads any file)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp "$fx/valid/fio-seed.conf" "$tmp/secret.conf"
+chmod 0600 "$tmp/secret.conf"
+chmod 0755 "$tmp"
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+	as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+set +e
+err=$("${as_user[@]}" "$IOPSD" --check-config --config "$tmp/secret.conf" 2>&1); rc=$?
+set -e
+[ "$rc" -eq 66 ] || { echo "FAIL: unreadable config exit $rc, expected 66: $err"; exit 1; }
+echo "$err" | grep -q "secret.conf: cannot read configuration: Permission denied" ||
+	{ echo "FAIL: unreadable config message: $err"; exit 1; }
 "$IOPSD" --version | grep -q '^iopsd [0-9]'
 "$IOPSD" --help | grep -q -- '--web.listen-address'
-echo "ok: $n invalid configs rejected with FILE:LINE and exit 78"
+echo "ok: $n invalid configs rejected with FILE:LINE and exit 78; missing and unreadable ones exit 66"
