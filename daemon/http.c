@@ -1125,13 +1125,69 @@ fail:
 	return r;
 }
 
+/* Load --web.config.file, when there is one (TLS, basic auth, headers). */
+static int load_web_config(struct http_server *h, const char *path)
+{
+	char err[512];
+	int r;
+
+	if (!path) {
+		return 0;
+	}
+	r = web_config_load(path, &h->web, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err[0] ? err : "Failed to load the web config");
+		return -EINVAL;
+	}
+	if (web_config_has_tls(h->web) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		return log_error_errno(-EOPNOTSUPP,
+				       "%s: TLS requested, but libmicrohttpd was built without it.", path);
+	}
+	return 0;
+}
+
+/* Serve on the socket-activated sockets, or else on sockets bound to
+ * cfg->listen_address: one libmicrohttpd daemon each, which owns (and
+ * closes) its socket. */
+static int listen_all(struct http_server *h, const struct config *cfg, bool *ret_activated)
+{
+	int fds[HTTP_MAX_LISTEN];
+	size_t n_fds = 0;
+	int r;
+
+	r = take_activated_sockets(fds, &n_fds);
+	if (r < 0) {
+		return r;
+	}
+	*ret_activated = n_fds > 0;
+	if (n_fds == 0) {
+		r = bind_all(cfg->listen_address, fds, &n_fds);
+		if (r < 0) {
+			return r;
+		}
+	}
+	for (size_t i = 0; i < n_fds; i++) {
+		r = start_daemon(h, cfg, fds[i]);
+		if (r < 0) {
+			log_error("Failed to start the HTTP server on fd %d (see the libmicrohttpd messages "
+				  "at debug level).",
+				  fds[i]);
+			/* the daemons already started close their sockets; so
+			 * may the one that failed */
+			for (size_t j = i + 1; j < n_fds; j++) {
+				close(fds[j]);
+			}
+			return r;
+		}
+	}
+	return 0;
+}
+
 int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event,
 		    struct http_server **ret)
 {
-	struct http_server *h;
-	int fds[HTTP_MAX_LISTEN];
-	size_t n_fds = 0, started = 0;
-	bool activated;
+	_cleanup_(http_server_freep) struct http_server *h = NULL;
+	bool activated = false;
 	int r;
 
 	if (!MHD_is_feature_supported(MHD_FEATURE_EPOLL)) {
@@ -1141,75 +1197,35 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	if (!h) {
 		return log_error_errno(-ENOMEM, "Out of memory");
 	}
+	/* from here on http_server_free() releases whatever was set up */
 	h->registry = registry;
 	h->timeout_usec = cfg->connection_timeout_usec;
 	h->max_history_points = cfg->max_history_points;
 	pthread_mutex_init(&h->conns_lock, NULL);
 
-	if (cfg->web_config_file) {
-		char err[512];
-
-		r = web_config_load(cfg->web_config_file, &h->web, err, sizeof(err));
-		if (r < 0) {
-			log_error("%s", err[0] ? err : "Failed to load the web config");
-			http_server_free(h);
-			return -EINVAL;
-		}
-		if (web_config_has_tls(h->web) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-			http_server_free(h);
-			return log_error_errno(-EOPNOTSUPP, "%s: TLS requested, but libmicrohttpd was built without it.",
-					       cfg->web_config_file);
-		}
-	}
-
-	r = take_activated_sockets(fds, &n_fds);
+	r = load_web_config(h, cfg->web_config_file);
 	if (r < 0) {
-		http_server_free(h);
 		return r;
 	}
-	activated = n_fds > 0;
-	if (!activated) {
-		r = bind_all(cfg->listen_address, fds, &n_fds);
-		if (r < 0) {
-			http_server_free(h);
-			return r;
-		}
+	r = listen_all(h, cfg, &activated);
+	if (r < 0) {
+		return r;
 	}
-	for (; started < n_fds; started++) {
-		r = start_daemon(h, cfg, fds[started]);
-		if (r < 0) {
-			log_error("Failed to start the HTTP server on fd %d (see the libmicrohttpd messages at debug level).",
-				  fds[started]);
-			break;
-		}
-	}
-	if (started < n_fds) {
-		/* the daemons already started own (and close) their sockets; so
-		 * may the one that failed */
-		for (size_t i = started + 1; i < n_fds; i++) {
-			close(fds[i]);
-		}
-		http_server_free(h);
-		return -EIO;
-	}
-
 	r = sd_event_add_time_relative(event, &h->sweep, CLOCK_MONOTONIC, SWEEP_INTERVAL_USEC, 0, on_sweep, h);
 	if (r < 0) {
-		http_server_free(h);
 		return log_error_errno(r, "Failed to add the HTTP sweep timer: %m");
 	}
 	r = sd_event_source_set_enabled(h->sweep, SD_EVENT_ON);
 	if (r < 0) {
-		http_server_free(h);
 		return log_error_errno(r, "Failed to enable the HTTP sweep timer: %m");
 	}
 	if (activated) {
-		log_info("Serving HTTP%s on %zu socket-activated socket(s).", web_config_has_tls(h->web) ? "S" : "",
-			 n_fds);
+		log_info("Serving HTTP%s on %zu socket-activated socket(s).",
+			 web_config_has_tls(h->web) ? "S" : "", h->n_daemons);
 	} else {
 		log_info("Serving HTTP%s on %s.", web_config_has_tls(h->web) ? "S" : "", cfg->listen_address);
 	}
-	*ret = h;
+	*ret = TAKE_PTR(h);
 	return 0;
 }
 

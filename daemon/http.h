@@ -12,6 +12,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "macro.h"
 #include "registry.h"
 
 #define HTTP_MAX_LISTEN 8
@@ -34,8 +35,10 @@ struct http_server;
 int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event,
 		    struct http_server **ret);
 
-/* Stop serving (waits for the server thread) and free. */
+/* Stop serving (waits for the server threads) and free; copes with a
+ * half-built server. */
 struct http_server *http_server_free(struct http_server *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct http_server *, http_server_free);
 
 /* Pure helpers, exposed for tests. */
 
