@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "render_json.h"
 
 /* json_object_set_new() that remembers the first failure. */
 static void set(json_t *obj, const char *key, json_t *v, bool *ok)
@@ -114,7 +115,7 @@ json_t *probe_result_to_json(const struct probe_result *r)
 	set(o, "success", json_boolean(r->success), &ok);
 	set(o, "error", json_integer(r->error < 0 ? -r->error : r->error), &ok);
 	set(o, "error_name", json_string(name ? name : ""), &ok);
-	set(o, "message", json_string(r->message), &ok);
+	set(o, "message", render_json_string(r->message), &ok); /* may quote a path */
 	set(o, "timestamp_ms", json_integer((json_int_t)(r->start_realtime_usec / USEC_PER_MSEC)), &ok);
 	set(o, "job_runtime", json_integer((json_int_t)(r->runtime_usec / USEC_PER_MSEC)), &ok);
 	set(o, "runtime_usec", json_integer((json_int_t)r->runtime_usec), &ok);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
+#include "render_json.h"
 
 static json_t *job_to_json(const struct probe_config *pc, const struct probe_result *res)
 {
@@ -21,8 +22,9 @@ static json_t *job_to_json(const struct probe_config *pc, const struct probe_res
 		return NULL;
 	}
 	/* the job's own parameters first, as fio's "job options" */
-	if (json_object_set_new(o, "jobname", json_string(pc->name)) < 0 ||
-	    json_object_set_new(o, "target", json_string(pc->directory ? pc->directory : pc->filename)) < 0 ||
+	if (json_object_set_new(o, "jobname", render_json_string(pc->name)) < 0 ||
+	    json_object_set_new(o, "target",
+				render_json_string(pc->directory ? pc->directory : pc->filename)) < 0 ||
 	    json_object_set_new(
 		o, "job options",
 		json_pack("{s:s, s:I, s:I, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I}", "rw",

@@ -14,6 +14,7 @@
 #include "json_probe.h"
 #include "macro.h"
 #include "probe.h"
+#include "utf8.h"
 
 /* ---- small constructors: NULL only when out of memory ---- */
 
@@ -53,28 +54,17 @@ static json_t *seconds(uint64_t usec)
 
 json_t *render_json_string(const char *s)
 {
-	json_t *j;
-	char *copy;
+	_cleanup_free_ char *valid = NULL;
 
 	if (!s) {
 		s = "";
 	}
-	j = json_string(s);
-	if (j) {
-		return j;
+	/* utf8.h's policy, not jansson's own check, decides what is valid */
+	if (utf8_is_valid(s)) {
+		return json_string_nocheck(s);
 	}
-	copy = strdup(s);
-	if (!copy) {
-		return NULL;
-	}
-	for (unsigned char *p = (unsigned char *)copy; *p; p++) {
-		if (*p >= 0x80) {
-			*p = '?';
-		}
-	}
-	j = json_string(copy);
-	free(copy);
-	return j;
+	valid = utf8_make_valid(s);
+	return valid ? json_string_nocheck(valid) : NULL;
 }
 
 static json_t *str(const char *s)

@@ -17,8 +17,8 @@ struct history_request {
 	const char *probe;      /* NULL: every probe */
 };
 
-/* A JSON string of `s` (NULL: ""), with the bytes of anything that is not
- * valid UTF-8 replaced by '?' (a mount point, or a request's path, may hold
+/* A JSON string of `s` (NULL: ""): valid UTF-8 unchanged, each invalid byte
+ * replaced by U+FFFD (utf8.h; a mount point, or a request's path, may hold
  * anything; jansson refuses invalid UTF-8). NULL when out of memory. */
 json_t *render_json_string(const char *s);
 

@@ -17,6 +17,7 @@
 #include "iopsd-build.h"
 #include "macro.h"
 #include "probe.h"
+#include "utf8.h"
 
 enum family_type {
 	FAMILY_COUNTER,
@@ -38,40 +39,6 @@ struct label {
 const char *metrics_format_content_type(enum metrics_format fmt)
 {
 	return fmt == METRICS_FORMAT_OPENMETRICS ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE;
-}
-
-/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
-static size_t utf8_sequence_length(const unsigned char *s)
-{
-	size_t n;
-	uint32_t cp;
-
-	if (s[0] < 0x80) {
-		return 1;
-	} else if ((s[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			return 0;
-		}
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* reject overlong forms, surrogates and values past U+10FFFF */
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
-		return 0;
-	}
-	return n;
 }
 
 /* Escape for a label value (quote = true) or HELP text (quote only in
@@ -99,9 +66,9 @@ static void write_escaped(FILE *f, const char *value, bool escape_quote)
 		default:
 			break;
 		}
-		n = utf8_sequence_length(p);
+		n = utf8_sequence_length((const char *)p);
 		if (n == 0) {
-			fputs("\xef\xbf\xbd", f);
+			fputs(UTF8_REPLACEMENT, f);
 			p++;
 			continue;
 		}

@@ -85,6 +85,28 @@ static void test_unknown_figures_are_null_not_zero(void **state)
 	snapshot_unref(s);
 }
 
+/* A mount point with a non-ASCII name keeps it; only the bytes that are not
+ * UTF-8 become U+FFFD, as in the Prometheus label values (utf8.h). */
+static void test_strings_keep_valid_utf8_and_replace_only_invalid_bytes(void **state)
+{
+	json_t *j;
+
+	j = render_json_string("/mnt/d\xc3\xa4ten/\xe2\x82\xac\xf0\x9f\x92\xbe");
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "/mnt/d\xc3\xa4ten/\xe2\x82\xac\xf0\x9f\x92\xbe");
+	json_decref(j);
+	j = render_json_string("/mnt/d\xc3\xa4ten\xff/\xc0\xaf\xed\xa0\x80\xe2\x82");
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "/mnt/d\xc3\xa4ten\xef\xbf\xbd/"
+						  "\xef\xbf\xbd\xef\xbf\xbd"
+						  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+						  "\xef\xbf\xbd\xef\xbf\xbd");
+	json_decref(j);
+	j = render_json_string(NULL);
+	assert_string_equal(json_string_value(j), "");
+	json_decref(j);
+}
+
 static void test_history_has_one_column_entry_per_sample(void **state)
 {
 	struct config_errors errs = {0};
@@ -212,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_devices_match_golden),
 		cmocka_unit_test(test_probes_match_golden),
 		cmocka_unit_test(test_unknown_figures_are_null_not_zero),
+		cmocka_unit_test(test_strings_keep_valid_utf8_and_replace_only_invalid_bytes),
 		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
 		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
 		cmocka_unit_test(test_status_names_the_host),
