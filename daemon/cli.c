@@ -60,91 +60,106 @@ static bool valid_regex(const char *flag, const char *value)
 	return true;
 }
 
+static const struct option options[] = {
+    {"config", required_argument, NULL, ARG_CONFIG},
+    {"check-config", no_argument, NULL, ARG_CHECK_CONFIG},
+    {"once", no_argument, NULL, ARG_ONCE},
+    {"web.listen-address", required_argument, NULL, ARG_LISTEN},
+    {"web.config.file", required_argument, NULL, ARG_WEB_CONFIG},
+    {"path.procfs", required_argument, NULL, ARG_PROCFS},
+    {"path.sysfs", required_argument, NULL, ARG_SYSFS},
+    {"collector.diskstats.device-include", required_argument, NULL, ARG_DEV_INCLUDE},
+    {"collector.diskstats.device-exclude", required_argument, NULL, ARG_DEV_EXCLUDE},
+    {"log.level", required_argument, NULL, ARG_LOG_LEVEL},
+    {"version", no_argument, NULL, ARG_VERSION},
+    {"help", no_argument, NULL, 'h'},
+    {},
+};
+
+/* Check and store one option of getopt_long(); CLI_RUN to go on, anything
+ * else ends the parse (help or version printed, or a usage error). */
+static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
+{
+	switch (c) {
+	case ARG_CONFIG:
+		a->config_path = optarg;
+		break;
+	case ARG_CHECK_CONFIG:
+		a->check_config = true;
+		break;
+	case ARG_ONCE:
+		a->once = true;
+		break;
+	case ARG_LISTEN:
+		if (!strchr(optarg, ':')) {
+			fprintf(stderr,
+				"iopsd: --web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT\n",
+				optarg);
+			return CLI_EXIT_USAGE;
+		}
+		a->listen_address = optarg;
+		break;
+	case ARG_WEB_CONFIG:
+		a->web_config_file = optarg;
+		break;
+	case ARG_PROCFS:
+		a->procfs = optarg;
+		break;
+	case ARG_SYSFS:
+		a->sysfs = optarg;
+		break;
+	case ARG_DEV_INCLUDE:
+		if (!valid_regex("--collector.diskstats.device-include", optarg)) {
+			return CLI_EXIT_USAGE;
+		}
+		a->device_include = optarg;
+		break;
+	case ARG_DEV_EXCLUDE:
+		if (!valid_regex("--collector.diskstats.device-exclude", optarg)) {
+			return CLI_EXIT_USAGE;
+		}
+		a->device_exclude = optarg;
+		break;
+	case ARG_LOG_LEVEL:
+		a->log_level = log_level_from_string(optarg);
+		if (a->log_level < 0) {
+			fprintf(stderr,
+				"iopsd: --log.level: '%s' is not one of error, warning, info, debug\n",
+				optarg);
+			return CLI_EXIT_USAGE;
+		}
+		break;
+	case ARG_VERSION:
+		printf("iopsd %s\n", IOPSD_VERSION);
+		return CLI_EXIT_OK;
+	case 'h':
+		help();
+		return CLI_EXIT_OK;
+	case '?':
+		if (optopt) {
+			fprintf(stderr, "iopsd: %s: missing or unexpected argument\n", argv[optind - 1]);
+		} else {
+			fprintf(stderr, "iopsd: %s: unknown flag; see --help\n", argv[optind - 1]);
+		}
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_RUN;
+}
+
 enum cli_action cli_parse(int argc, char **argv, struct cli_args *ret)
 {
-	static const struct option options[] = {
-		{"config", required_argument, NULL, ARG_CONFIG},
-		{"check-config", no_argument, NULL, ARG_CHECK_CONFIG},
-		{"once", no_argument, NULL, ARG_ONCE},
-		{"web.listen-address", required_argument, NULL, ARG_LISTEN},
-		{"web.config.file", required_argument, NULL, ARG_WEB_CONFIG},
-		{"path.procfs", required_argument, NULL, ARG_PROCFS},
-		{"path.sysfs", required_argument, NULL, ARG_SYSFS},
-		{"collector.diskstats.device-include", required_argument, NULL, ARG_DEV_INCLUDE},
-		{"collector.diskstats.device-exclude", required_argument, NULL, ARG_DEV_EXCLUDE},
-		{"log.level", required_argument, NULL, ARG_LOG_LEVEL},
-		{"version", no_argument, NULL, ARG_VERSION},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
 	struct cli_args a = {.procfs = "/proc", .sysfs = "/sys", .log_level = -1};
+	enum cli_action action;
 	int c;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-		switch (c) {
-		case ARG_CONFIG:
-			a.config_path = optarg;
-			break;
-		case ARG_CHECK_CONFIG:
-			a.check_config = true;
-			break;
-		case ARG_ONCE:
-			a.once = true;
-			break;
-		case ARG_LISTEN:
-			if (!strchr(optarg, ':')) {
-				fprintf(stderr, "iopsd: --web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT\n",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			a.listen_address = optarg;
-			break;
-		case ARG_WEB_CONFIG:
-			a.web_config_file = optarg;
-			break;
-		case ARG_PROCFS:
-			a.procfs = optarg;
-			break;
-		case ARG_SYSFS:
-			a.sysfs = optarg;
-			break;
-		case ARG_DEV_INCLUDE:
-			if (!valid_regex("--collector.diskstats.device-include", optarg)) {
-				return CLI_EXIT_USAGE;
-			}
-			a.device_include = optarg;
-			break;
-		case ARG_DEV_EXCLUDE:
-			if (!valid_regex("--collector.diskstats.device-exclude", optarg)) {
-				return CLI_EXIT_USAGE;
-			}
-			a.device_exclude = optarg;
-			break;
-		case ARG_LOG_LEVEL:
-			a.log_level = log_level_from_string(optarg);
-			if (a.log_level < 0) {
-				fprintf(stderr, "iopsd: --log.level: '%s' is not one of error, warning, info, debug\n",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case ARG_VERSION:
-			printf("iopsd %s\n", IOPSD_VERSION);
-			return CLI_EXIT_OK;
-		case 'h':
-			help();
-			return CLI_EXIT_OK;
-		case '?':
-			if (optopt) {
-				fprintf(stderr, "iopsd: %s: missing or unexpected argument\n", argv[optind - 1]);
-			} else {
-				fprintf(stderr, "iopsd: %s: unknown flag; see --help\n", argv[optind - 1]);
-			}
-			return CLI_EXIT_USAGE;
-		default:
-			return CLI_EXIT_USAGE;
+		action = parse_option(c, argv, &a);
+		if (action != CLI_RUN) {
+			return action;
 		}
 	}
 	if (optind < argc) {
