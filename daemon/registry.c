@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "process_stats.h"
+#include "refcount.h"
 #include "render_prom.h"
 #include "timeutil.h"
 
@@ -64,31 +65,18 @@ struct probe_block {
 	struct probe_state probes[];
 };
 
-static struct probe_block *probe_block_unref(struct probe_block *b)
+static void probe_block_destroy(struct probe_block *b)
 {
-	if (!b || __atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
-		return NULL;
-	}
 	for (size_t i = 0; i < b->n; i++) {
 		probe_state_done(&b->probes[i]);
 	}
 	free(b);
-	return NULL;
 }
 
-struct snapshot *snapshot_ref(struct snapshot *s)
-{
-	if (s) {
-		__atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
-	}
-	return s;
-}
+DEFINE_PRIVATE_REFCOUNT(struct probe_block, probe_block, probe_block_destroy);
 
-struct snapshot *snapshot_unref(struct snapshot *s)
+static void snapshot_destroy(struct snapshot *s)
 {
-	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
-		return NULL;
-	}
 	sampler_snapshot_unref(s->samples);
 	if (s->probe_block) {
 		probe_block_unref(s->probe_block);
@@ -104,8 +92,9 @@ struct snapshot *snapshot_unref(struct snapshot *s)
 	}
 	pthread_mutex_destroy(&s->render_lock);
 	free(s);
-	return NULL;
 }
+
+DEFINE_REFCOUNT(struct snapshot, snapshot, snapshot_destroy);
 
 int registry_new(struct registry **ret)
 {
@@ -511,8 +500,7 @@ int registry_publish(struct registry *r)
 	s->history_usec = r->history_usec;
 	k = publish_probes(r);
 	if (k >= 0) {
-		s->probe_block = r->published;
-		__atomic_add_fetch(&s->probe_block->refcount, 1, __ATOMIC_RELAXED);
+		s->probe_block = probe_block_ref(r->published);
 		s->probes = s->probe_block->probes;
 		s->n_probes = s->probe_block->n;
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refcount.h"
 #include "topology.h"
 
 static const char *const kind_names[_DEVICE_KIND_MAX] = {
@@ -19,19 +20,8 @@ const char *device_kind_to_string(enum device_kind k)
 	return k < _DEVICE_KIND_MAX ? kind_names[k] : "unknown";
 }
 
-struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s)
+static void sampler_snapshot_destroy(struct sampler_snapshot *s)
 {
-	if (s) {
-		__atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
-	}
-	return s;
-}
-
-struct sampler_snapshot *sampler_snapshot_unref(struct sampler_snapshot *s)
-{
-	if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
-		return NULL;
-	}
 	if (s->topology) {
 		/* the topology owns every string of devices[].topo */
 		topology_unref(s->topology);
@@ -50,8 +40,9 @@ struct sampler_snapshot *sampler_snapshot_unref(struct sampler_snapshot *s)
 	free(s->devices);
 	free(s->ebs);
 	free(s);
-	return NULL;
 }
+
+DEFINE_REFCOUNT(struct sampler_snapshot, sampler_snapshot, sampler_snapshot_destroy);
 
 const struct device_state *sampler_snapshot_find(const struct sampler_snapshot *s, const char *name)
 {

@@ -23,6 +23,7 @@
 
 #include "fileio.h"
 #include "probefile.h"
+#include "refcount.h"
 #include "timeutil.h"
 
 /* After a cancel or a missed deadline, how long probe_wait() still waits
@@ -242,17 +243,8 @@ static void run_cancel_locked(struct run *r)
 	pthread_cond_broadcast(&r->cond);
 }
 
-static struct run *run_ref(struct run *r)
+static void run_destroy(struct run *r)
 {
-	__atomic_add_fetch(&r->refcount, 1, __ATOMIC_RELAXED);
-	return r;
-}
-
-static void run_unref(struct run *r)
-{
-	if (!r || __atomic_sub_fetch(&r->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
-		return;
-	}
 	if (r->fd >= 0) {
 		close(r->fd);
 	}
@@ -265,6 +257,8 @@ static void run_unref(struct run *r)
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
+
+DEFINE_PRIVATE_REFCOUNT(struct run, run, run_destroy);
 
 /* Block size and device of the target ----------------------------------- */
 

@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "refcount.h"
 #include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
@@ -658,19 +659,8 @@ static int read_mounts(const char *procfs, struct topology *t)
 	return 0;
 }
 
-struct topology *topology_ref(struct topology *t)
+static void topology_destroy(struct topology *t)
 {
-	if (t) {
-		__atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
-	}
-	return t;
-}
-
-struct topology *topology_unref(struct topology *t)
-{
-	if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0) {
-		return NULL;
-	}
 	for (size_t i = 0; i < t->n_devices; i++) {
 		topology_device_done(&t->devices[i]);
 	}
@@ -678,8 +668,9 @@ struct topology *topology_unref(struct topology *t)
 	mountinfo_free(t->mounts, t->n_mounts);
 	name_index_done(&t->by_name);
 	free(t);
-	return NULL;
 }
+
+DEFINE_REFCOUNT(struct topology, topology, topology_destroy);
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct topology *, topology_unref);
 
