@@ -214,18 +214,6 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	return 0;
 }
 
-static void op_result_accumulate(struct probe_op_result *total, const struct probe_op_result *run)
-{
-	total->ops += run->ops;
-	total->bytes += run->bytes;
-	for (size_t i = 0; i < _PROBE_ERR_MAX; i++) {
-		total->errors[i] += run->errors[i];
-	}
-	histogram_merge(&total->lat, &run->lat);
-	total->iops = run->iops;
-	total->bw_bytes = run->bw_bytes;
-}
-
 void registry_set_history(struct registry *r, struct history *h)
 {
 	/* probe threads read it in registry_probe_done() */
@@ -275,7 +263,10 @@ void registry_probe_done(struct registry *r, size_t index, const struct probe_re
 			p->failures_total++;
 		}
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-			op_result_accumulate(&p->total[op], &res->op[op]);
+			probe_op_result_add(&p->total[op], &res->op[op]);
+			/* the totals' rates are the last run's */
+			p->total[op].iops = res->op[op].iops;
+			p->total[op].bw_bytes = res->op[op].bw_bytes;
 		}
 		p->last = *res;
 		p->has_last = true;

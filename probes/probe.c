@@ -875,14 +875,7 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 		struct job *j = &r->jobs[i];
 
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-			struct probe_op_result *d = &res->op[op];
-
-			d->ops += j->op[op].ops;
-			d->bytes += j->op[op].bytes;
-			for (size_t e = 0; e < _PROBE_ERR_MAX; e++) {
-				d->errors[e] += j->op[op].errors[e];
-			}
-			histogram_merge(&d->lat, &j->op[op].lat);
+			probe_op_result_add(&res->op[op], &j->op[op]);
 		}
 		if (j->last_ns > end) {
 			end = j->last_ns;

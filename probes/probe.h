@@ -58,6 +58,11 @@ struct probe_result {
 /* Zero *res, with empty histograms. */
 void probe_result_init(struct probe_result *res);
 
+/* Add the counts of `src` (ops, bytes, errors, latency histogram) to `dst`:
+ * one job's into a run's, or a run's into a probe's totals. The rates
+ * (iops, bw_bytes) are the caller's to set. */
+void probe_op_result_add(struct probe_op_result *dst, const struct probe_op_result *src);
+
 /* Run `pc` once. Blocks the calling thread for at most ~2x the probe's
  * runtime (a run that takes longer is cancelled and reported as a timeout);
  * to stop a run early, use probe_start() and probe_cancel(). Always fills

@@ -54,6 +54,16 @@ enum probe_error_reason probe_error_reason_from_errno(int err)
 	}
 }
 
+void probe_op_result_add(struct probe_op_result *dst, const struct probe_op_result *src)
+{
+	dst->ops += src->ops;
+	dst->bytes += src->bytes;
+	for (size_t i = 0; i < _PROBE_ERR_MAX; i++) {
+		dst->errors[i] += src->errors[i];
+	}
+	histogram_merge(&dst->lat, &src->lat);
+}
+
 void probe_result_init(struct probe_result *res)
 {
 	memset(res, 0, sizeof(*res));
