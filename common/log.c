@@ -1,15 +1,22 @@
-/* stderr logging with sd-daemon priority prefixes. */
+/* stderr logging: sd-daemon priority prefixes for the journal, plain
+ * "iopsd: LEVEL: " lines elsewhere. */
 #include "log.h"
 #include "timeutil.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
 
 int log_max_level = LOG_INFO;
+static bool log_to_journal;
 
 static const char *const level_names[] = {
 	[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",     [LOG_CRIT] = "crit",
@@ -33,6 +40,35 @@ int log_level_from_string(const char *s)
 	return -EINVAL;
 }
 
+void log_open(void)
+{
+	log_to_journal = log_fd_is_journal(STDERR_FILENO, getenv("JOURNAL_STREAM"));
+}
+
+bool log_fd_is_journal(int fd, const char *journal_stream)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	char *end;
+
+	if (!journal_stream || !isdigit((unsigned char)journal_stream[0])) {
+		return false;
+	}
+	errno = 0;
+	dev = strtoull(journal_stream, &end, 10);
+	if (errno != 0 || *end != ':' || !isdigit((unsigned char)end[1])) {
+		return false;
+	}
+	ino = strtoull(end + 1, &end, 10);
+	if (errno != 0 || *end != '\0') {
+		return false;
+	}
+	if (fstat(fd, &st) < 0) {
+		return false;
+	}
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 int log_internal(int level, int error, const char *func, const char *fmt, ...)
 {
 	char buf[2048];
@@ -48,7 +84,11 @@ int log_internal(int level, int error, const char *func, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "<%d>%s\n", level, buf);
+	if (log_to_journal) {
+		fprintf(stderr, "<%d>%s\n", level, buf);
+	} else {
+		fprintf(stderr, "iopsd: %s: %s\n", level_names[level & LOG_PRIMASK], buf);
+	}
 	errno = saved;
 	return error > 0 ? -error : -EIO;
 }

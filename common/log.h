@@ -1,6 +1,7 @@
-/* Logging to stderr with sd-daemon "<N>" priority prefixes, so journald files
- * each line at its level. The level is the one piece of global mutable state
- * (set once from the command line or config). */
+/* Logging to stderr: with sd-daemon "<N>" priority prefixes when stderr is
+ * the journal (journald files each line at its level), as "iopsd: LEVEL: ..."
+ * on a terminal, a pipe or a file. The level and that choice are the only
+ * global mutable state (set once at startup). */
 #pragma once
 
 #include <stdbool.h>
@@ -9,6 +10,16 @@
 #include "macro.h"
 
 extern int log_max_level;
+
+/* Decide the line format from JOURNAL_STREAM and stderr. Call once at
+ * startup, before any thread logs; until then lines are "iopsd: LEVEL: ". */
+void log_open(void);
+
+/* Whether fd is the stream that `journal_stream` (JOURNAL_STREAM's value,
+ * "DEVICE:INODE" as systemd sets it for a service's stderr) names; false for
+ * NULL or a malformed value. A child that inherited the variable but writes
+ * elsewhere (a pipe, a terminal) is not the journal. */
+bool log_fd_is_journal(int fd, const char *journal_stream);
 
 /* "error", "warning", "info", "debug" -> LOG_*; -EINVAL otherwise. */
 int log_level_from_string(const char *s);

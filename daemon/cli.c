@@ -53,7 +53,7 @@ static bool valid_regex(const char *flag, const char *value)
 	regex_t re;
 
 	if (regcomp(&re, value, REG_EXTENDED | REG_NOSUB) != 0) {
-		fprintf(stderr, "iopsd: %s: '%s' is not a valid extended regular expression\n", flag, value);
+		log_error("%s: '%s' is not a valid extended regular expression", flag, value);
 		return false;
 	}
 	regfree(&re);
@@ -92,9 +92,8 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 		break;
 	case ARG_LISTEN:
 		if (!strchr(optarg, ':')) {
-			fprintf(stderr,
-				"iopsd: --web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT\n",
-				optarg);
+			log_error("--web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT",
+				  optarg);
 			return CLI_EXIT_USAGE;
 		}
 		a->listen_address = optarg;
@@ -123,9 +122,7 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 	case ARG_LOG_LEVEL:
 		a->log_level = log_level_from_string(optarg);
 		if (a->log_level < 0) {
-			fprintf(stderr,
-				"iopsd: --log.level: '%s' is not one of error, warning, info, debug\n",
-				optarg);
+			log_error("--log.level: '%s' is not one of error, warning, info, debug", optarg);
 			return CLI_EXIT_USAGE;
 		}
 		break;
@@ -137,9 +134,9 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 		return CLI_EXIT_OK;
 	case '?':
 		if (optopt) {
-			fprintf(stderr, "iopsd: %s: missing or unexpected argument\n", argv[optind - 1]);
+			log_error("%s: missing or unexpected argument", argv[optind - 1]);
 		} else {
-			fprintf(stderr, "iopsd: %s: unknown flag; see --help\n", argv[optind - 1]);
+			log_error("%s: unknown flag; see --help", argv[optind - 1]);
 		}
 		return CLI_EXIT_USAGE;
 	default:
@@ -163,7 +160,7 @@ enum cli_action cli_parse(int argc, char **argv, struct cli_args *ret)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "iopsd: '%s': unexpected argument; see --help\n", argv[optind]);
+		log_error("'%s': unexpected argument; see --help", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
 	*ret = a;

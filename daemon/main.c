@@ -33,6 +33,7 @@ int main(int argc, char **argv)
 	struct daemon *d = NULL;
 	int r;
 
+	log_open();
 	switch (cli_parse(argc, argv, &args)) {
 	case CLI_EXIT_OK:
 		return EXIT_SUCCESS;

@@ -12,10 +12,27 @@ for f in "$fx"/invalid/*.conf; do
 	rc=$?
 	set -e
 	[ "$rc" -eq 78 ] || { echo "FAIL: $f: exit $rc, expected 78"; exit 1; }
-	echo "$err" | grep -qF "$f:$line:" || { echo "FAIL: $f: no '$f:$line:' in: $err"; exit 1; }
+	# stderr is a pipe here, not the journal: no "<3>" prefix, even when
+	# JOURNAL_STREAM is inherited (it names this script's stdin, not the pipe)
+	echo "$err" | grep -qF "iopsd: error: $f:$line:" || { echo "FAIL: $f: no 'iopsd: error: $f:$line:' in: $err"; exit 1; }
 	n=$((n + 1))
 done
 [ "$n" -ge 25 ] || { echo "FAIL: only $n invalid fixtures"; exit 1; }
+f="$fx/invalid/$(ls "$fx/invalid" | head -1)"
+stream=$(stat -L -c '%d:%i' /proc/self/fd/0)
+err=$(JOURNAL_STREAM=$stream "$IOPSD" --check-config --config "$f" 2>&1 >/dev/null || true)
+case "$err" in
+"<"*) echo "FAIL: a journal prefix on a pipe: $err"; exit 1 ;;
+"iopsd: error: $f:"*) ;;
+*) echo "FAIL: unexpected message with JOURNAL_STREAM set: $err"; exit 1 ;;
+esac
+# stderr that JOURNAL_STREAM names (a file stands in for journald's socket:
+# the rule is its device and inode) gets the "<3>" priority prefix
+log=$(mktemp)
+: > "$log"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$log") "$IOPSD" --check-config --config "$f" 2>>"$log" >/dev/null || true
+grep -q "^<3>$f:" "$log" || { echo "FAIL: no '<3>' prefix when stderr is the journal: $(cat "$log")"; rm -f "$log"; exit 1; }
+rm -f "$log"
 for f in "$fx/valid/fio-seed.conf" "$SRCDIR/config/iopsd.conf.example"; do
 	out=$("$IOPSD" --check-config --config "$f")
 	[ "$(echo "$out" | wc -l)" -eq 1 ] || { echo "FAIL: summary not one line: $out"; exit 1; }
