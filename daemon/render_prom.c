@@ -172,33 +172,57 @@ static void sample_u64(struct writer *w, const char *name, const struct label *l
 	sample_text(w, name, "", labels, n_labels, buf);
 }
 
-/* A cumulative histogram with iopsd's bounds, in seconds. `labels` must
- * have room for one more entry (le). */
-static void sample_histogram(struct writer *w, const char *name, struct label *labels,
-			     size_t n_labels, const struct histogram *h)
+/* Bucket i of a histogram being written: its upper bound in seconds and
+ * the observations at or below it; false leaves bound i out. */
+typedef bool (*bucket_fn)(void *userdata, size_t i, double *ret_le_seconds, uint64_t *ret_count);
+
+/* A cumulative histogram: the buckets 0..n-1 that `bucket` gives, then +Inf
+ * and _count holding `count`, and _sum. `labels` must have room for one
+ * more entry (le). */
+static void sample_histogram(struct writer *w, const char *name, struct label *labels, size_t n_labels,
+			     bucket_fn bucket, void *userdata, size_t n, uint64_t count, double sum_seconds)
 {
 	char le[32], buf[64];
 
 	labels[n_labels].name = "le";
 	labels[n_labels].value = le;
-	for (size_t i = 0; i < histogram_n_prom_bounds; i++) {
-		double bound = histogram_prom_bounds_seconds[i];
-		uint64_t n = 0;
+	for (size_t i = 0; i < n; i++) {
+		double bound;
+		uint64_t below;
 
-		if (h->count > 0) {
-			n = histogram_count_le(h, (uint64_t)llround(bound * (double)NSEC_PER_SEC));
+		if (!bucket(userdata, i, &bound, &below)) {
+			continue;
 		}
 		prom_format_le(le, sizeof(le), bound, w->fmt);
-		snprintf(buf, sizeof(buf), "%" PRIu64, n);
+		snprintf(buf, sizeof(buf), "%" PRIu64, below);
 		sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
 	}
 	snprintf(le, sizeof(le), "+Inf");
-	snprintf(buf, sizeof(buf), "%" PRIu64, h->count);
+	snprintf(buf, sizeof(buf), "%" PRIu64, count);
 	sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
-	prom_format_value(buf, sizeof(buf), (double)h->sum_ns / (double)NSEC_PER_SEC);
+	prom_format_value(buf, sizeof(buf), sum_seconds);
 	sample_text(w, name, "_sum", labels, n_labels, buf);
-	snprintf(buf, sizeof(buf), "%" PRIu64, h->count);
+	snprintf(buf, sizeof(buf), "%" PRIu64, count);
 	sample_text(w, name, "_count", labels, n_labels, buf);
+}
+
+/* iopsd's latency histogram (struct histogram) with its exported bounds. */
+static bool latency_bucket(void *userdata, size_t i, double *ret_le_seconds, uint64_t *ret_count)
+{
+	const struct histogram *h = userdata;
+	double bound = histogram_prom_bounds_seconds[i];
+
+	*ret_le_seconds = bound;
+	*ret_count =
+	    h->count > 0 ? histogram_count_le(h, (uint64_t)llround(bound * (double)NSEC_PER_SEC)) : 0;
+	return true;
+}
+
+static void sample_latency_histogram(struct writer *w, const char *name, struct label *labels,
+				     size_t n_labels, const struct histogram *h)
+{
+	sample_histogram(w, name, labels, n_labels, latency_bucket, (void *)h, histogram_n_prom_bounds,
+			 h->count, (double)h->sum_ns / (double)NSEC_PER_SEC);
 }
 
 /* ---- process and self ---- */
@@ -574,36 +598,41 @@ static double usec_to_sec(uint64_t usec)
 	return (double)usec / 1e6;
 }
 
+/* The bins of an EBS histogram, counted up as they are written. */
+struct ebs_buckets {
+	const struct ebs_nvme_histogram *h;
+	uint64_t cum;
+};
+
+static bool ebs_bucket(void *userdata, size_t i, double *ret_le_seconds, uint64_t *ret_count)
+{
+	struct ebs_buckets *b = userdata;
+
+	b->cum += b->h->bins[i].count;
+	/* an open-ended last bin is the +Inf bucket */
+	if (b->h->bins[i].upper_usec >= (UINT64_C(1) << 53)) {
+		return false;
+	}
+	*ret_le_seconds = usec_to_sec(b->h->bins[i].upper_usec);
+	*ret_count = b->cum;
+	return true;
+}
+
 /* The device's own latency histogram: its bins' upper bounds become the
  * buckets, the summed latency of completed I/O the _sum. */
 static void sample_ebs_histogram(struct writer *w, const char *name, struct label *labels, size_t n_labels,
 				 const struct ebs_nvme_histogram *h, uint64_t ops, uint64_t time_usec)
 {
-	char le[32], buf[32];
-	uint64_t cum = 0;
+	struct ebs_buckets b = {.h = h};
+	uint64_t in_bins = 0;
 
-	labels[n_labels].name = "le";
-	labels[n_labels].value = le;
 	for (unsigned i = 0; i < h->n_bins; i++) {
-		cum += h->bins[i].count;
-		/* an open-ended last bin is the +Inf bucket */
-		if (h->bins[i].upper_usec >= (UINT64_C(1) << 53)) {
-			continue;
-		}
-		prom_format_le(le, sizeof(le), usec_to_sec(h->bins[i].upper_usec), w->fmt);
-		snprintf(buf, sizeof(buf), "%" PRIu64, cum);
-		sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
+		in_bins += h->bins[i].count;
 	}
 	/* +Inf must equal _count: the page's op counter, unless the bins
 	 * (32-bit counts) say more */
-	cum = cum > ops ? cum : ops;
-	snprintf(le, sizeof(le), "+Inf");
-	snprintf(buf, sizeof(buf), "%" PRIu64, cum);
-	sample_text(w, name, "_bucket", labels, n_labels + 1, buf);
-	prom_format_value(buf, sizeof(buf), usec_to_sec(time_usec));
-	sample_text(w, name, "_sum", labels, n_labels, buf);
-	snprintf(buf, sizeof(buf), "%" PRIu64, cum);
-	sample_text(w, name, "_count", labels, n_labels, buf);
+	sample_histogram(w, name, labels, n_labels, ebs_bucket, &b, h->n_bins, in_bins > ops ? in_bins : ops,
+			 usec_to_sec(time_usec));
 }
 
 enum ebs_field {
@@ -773,7 +802,7 @@ static void emit_latency(struct writer *w, const struct probe_family *f, const s
 	FOREACH_PROBE_OP(op, p) {
 		struct label l[4] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 
-		sample_histogram(w, f->name, l, 3, &p->total[op].lat);
+		sample_latency_histogram(w, f->name, l, 3, &p->total[op].lat);
 	}
 }
 
