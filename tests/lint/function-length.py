@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""List C functions longer than a limit (default 80 lines, from the line
+after the opening brace to the line before the closing one), for the folders
+given (default: the layers below daemon/). Exit 1 when any is found.
+
+The tree is kernel-style (enforced by .clang-format): a function's opening
+brace stands alone in column 0 and its closing brace too, so the scan needs
+no C parser.
+
+usage: function-length.py [--max N] [DIR...]"""
+import argparse
+import os
+import re
+import sys
+
+DEFAULT_DIRS = ["common", "config", "probes", "metrics", "http"]
+NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def functions(path):
+    """(name, first body line, body length) of each function in `path`."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "{" and i > 0:
+            # the signature: back to the line that starts in column 0
+            j = i - 1
+            while j > 0 and lines[j][:1] in ("\t", " "):
+                j -= 1
+            m = NAME.search(lines[j])
+            end = i + 1
+            while end < len(lines) and lines[end] != "}":
+                end += 1
+            if m:
+                out.append((m.group(1), i + 2, end - i - 1))
+            i = end
+        i += 1
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--max", type=int, default=80)
+    ap.add_argument("dirs", nargs="*")
+    args = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    dirs = args.dirs or [d for d in DEFAULT_DIRS if os.path.isdir(os.path.join(root, d))]
+    long = []
+    for d in dirs:
+        base = d if os.path.isabs(d) else os.path.join(root, d)
+        for dirpath, _, files in os.walk(base):
+            for name in sorted(files):
+                if name.endswith(".c"):
+                    path = os.path.join(dirpath, name)
+                    for fn, line, n in functions(path):
+                        if n > args.max:
+                            long.append((n, os.path.relpath(path, root), line, fn))
+    for n, path, line, fn in sorted(long, reverse=True):
+        print(f"{path}:{line}: {fn}() is {n} lines (limit {args.max})")
+    if long:
+        print(f"{len(long)} function(s) over {args.max} lines: split them by the steps they do",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
