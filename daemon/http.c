@@ -29,6 +29,7 @@
 #include "history.h"
 #include "log.h"
 #include "macro.h"
+#include "render_cache.h"
 #include "render_json.h"
 #include "render_prom.h"
 #include "timeutil.h"
@@ -54,6 +55,7 @@ struct conn_track {
 
 struct http_server {
 	struct registry *registry;
+	struct render_cache *cache; /* the /metrics bodies */
 	struct web_config *web;
 	struct MHD_Daemon *daemons[HTTP_MAX_LISTEN];
 	size_t n_daemons;
@@ -461,32 +463,38 @@ static const char *arg(const struct request *q, const char *key)
 
 /* ---- handlers ---- */
 
-static void release_snapshot(void *cls)
+static void release_entry(void *cls)
 {
-	snapshot_unref(cls);
+	render_cache_entry_unref(cls);
 }
 
 static enum MHD_Result handle_metrics(struct request *q)
 {
 	const char *accept = MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	enum metrics_format fmt = http_negotiate_format(accept);
+	struct render_cache_entry *e = NULL;
 	struct MHD_Response *resp;
 	const char *data;
 	size_t len;
 	bool gz;
+	int r;
 
-	registry_note_scrape(q->h->registry, fmt, q->gzip_ok);
-	if (snapshot_metrics_body(q->snap, fmt, q->gzip_ok, &data, &len, &gz) < 0) {
+	render_cache_note_scrape(q->h->cache, fmt, q->gzip_ok);
+	r = render_cache_acquire(q->h->cache, &e);
+	if (r == -ENODATA) {
+		return respond_error(q, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: no snapshot published yet");
+	}
+	if (r < 0 || render_cache_entry_body(e, fmt, q->gzip_ok, &data, &len, &gz) < 0) {
+		render_cache_entry_unref(e);
 		return respond_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
-	/* the snapshot's bytes, sent as they are; the reference is dropped
-	 * when libmicrohttpd is done with them */
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data, release_snapshot,
-								      q->snap);
+	/* the cache entry's bytes, sent as they are; the reference is
+	 * dropped when libmicrohttpd is done with them */
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data, release_entry, e);
 	if (!resp) {
+		render_cache_entry_unref(e);
 		return MHD_NO;
 	}
-	snapshot_ref(q->snap);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, metrics_format_content_type(fmt));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
 	if (gz) {
@@ -697,12 +705,12 @@ struct route {
 };
 
 static const struct route routes[] = {
-	{"/metrics", handle_metrics, true, NULL},
-	{"/healthz", handle_healthz, true, NULL},
-	{"/api/v1/status", handle_status, true, no_params},
-	{"/api/v1/devices", handle_devices, true, devices_params},
-	{"/api/v1/probes", handle_probes, true, probes_params},
-	{"/api/v1/history", handle_history, true, history_params},
+    {"/metrics", handle_metrics, false, NULL}, /* from the render cache */
+    {"/healthz", handle_healthz, true, NULL},
+    {"/api/v1/status", handle_status, true, no_params},
+    {"/api/v1/devices", handle_devices, true, devices_params},
+    {"/api/v1/probes", handle_probes, true, probes_params},
+    {"/api/v1/history", handle_history, true, history_params},
 };
 
 /* The live page and every asset in webpage.h's table. */
@@ -1202,6 +1210,10 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	h->timeout_usec = cfg->connection_timeout_usec;
 	h->max_history_points = cfg->max_history_points;
 	pthread_mutex_init(&h->conns_lock, NULL);
+	r = render_cache_new(registry, &h->cache);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the /metrics cache: %m");
+	}
 
 	r = load_web_config(h, cfg->web_config_file);
 	if (r < 0) {
@@ -1239,6 +1251,8 @@ struct http_server *http_server_free(struct http_server *h)
 		/* joins the server thread; the listen socket is closed with it */
 		MHD_stop_daemon(h->daemons[i]);
 	}
+	/* after the threads: responses in flight hold entries, not the cache */
+	render_cache_free(h->cache);
 	pthread_mutex_destroy(&h->conns_lock);
 	web_config_free(h->web);
 	free(h);

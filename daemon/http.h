@@ -14,6 +14,7 @@
 #include "config.h"
 #include "macro.h"
 #include "registry.h"
+#include "render_prom.h"
 
 #define HTTP_MAX_LISTEN 8
 #define HTTP_MAX_QUERY_ARGS 8

@@ -2,9 +2,19 @@
  * /proc/self, read on the main thread at publish time, never by a scrape. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "registry.h"
+/* The standard process_* figures, read from /proc/self at publish time. */
+struct process_stats {
+	bool available;
+	double cpu_seconds;
+	uint64_t resident_memory_bytes;
+	uint64_t virtual_memory_bytes;
+	uint64_t open_fds;
+	uint64_t max_fds;
+	double start_time_seconds; /* since the epoch */
+};
 
 /* Parse /proc/self/stat text: cpu seconds, virtual and resident memory.
  * `ticks_per_sec` is sysconf(_SC_CLK_TCK), `page_size` in bytes. Also

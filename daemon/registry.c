@@ -13,20 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gzip.h"
 #include "history.h"
 #include "log.h"
 #include "macro.h"
 #include "process_stats.h"
 #include "refcount.h"
-#include "render_prom.h"
 #include "timeutil.h"
-
-/* zlib level of the pre-compressed /metrics, paid on every publish while
- * gzip'd scrapes come: on 64
- * devices' 180 KB, level 1 takes 1 ms for 11% of the size, level 6 3 ms for
- * 9.5%. */
-#define METRICS_GZIP_LEVEL 1
 
 struct registry {
 	pthread_mutex_t lock;         /* guards probes[] (probe threads write) */
@@ -40,7 +32,8 @@ struct registry {
 	uint64_t start_monotonic_usec;
 	double process_start_time;
 	double last_render_seconds;
-	uint64_t demand_usec[_METRICS_FORMAT_MAX][2]; /* last scrape, monotonic, [gzip] */
+	registry_publish_fn publish_hook;
+	void *publish_hook_userdata;
 	uint64_t generation;
 	/* the copy of probes[] the last publish handed out, and whether
 	 * probes[] changed since: a histogram is 17 KB and a probe has six */
@@ -86,11 +79,6 @@ static void snapshot_destroy(struct snapshot *s)
 		}
 		free(s->probes);
 	}
-	for (size_t i = 0; i < _METRICS_FORMAT_MAX; i++) {
-		free(s->metrics[i].text);
-		free(s->metrics[i].gz);
-	}
-	pthread_mutex_destroy(&s->render_lock);
 	free(s);
 }
 
@@ -347,91 +335,10 @@ bool snapshot_check_health(const struct snapshot *s, uint64_t now, char *reason,
 	return true;
 }
 
-/* Render the text of `b` in `fmt`, and its gzip when asked; the pointers
- * are stored last, with release semantics, for snapshot_metrics_body()'s
- * lock-free fast path. */
-static int render_body(const struct snapshot *s, enum metrics_format fmt, bool gzip, struct rendered_body *b)
+void registry_set_publish_hook(struct registry *r, registry_publish_fn fn, void *userdata)
 {
-	char *text = b->text, *gz = NULL;
-	size_t len = b->len, gz_len = 0;
-	int k;
-
-	if (!text) {
-		k = render_prom(s, fmt, &text, &len);
-		if (k < 0) {
-			return k;
-		}
-		b->len = len;
-		__atomic_store_n(&b->text, text, __ATOMIC_RELEASE);
-	}
-	if (gzip && !b->gz) {
-		k = gzip_compress(text, len, METRICS_GZIP_LEVEL, &gz, &gz_len);
-		if (k < 0) {
-			return k;
-		}
-		b->gz_len = gz_len;
-		__atomic_store_n(&b->gz, gz, __ATOMIC_RELEASE);
-	}
-	return 0;
-}
-
-int snapshot_metrics_body(struct snapshot *s, enum metrics_format fmt, bool gzip, const char **ret_data,
-			  size_t *ret_len, bool *ret_is_gzip)
-{
-	struct rendered_body *b = &s->metrics[fmt];
-	const char *text = __atomic_load_n(&b->text, __ATOMIC_ACQUIRE);
-	const char *gz = __atomic_load_n(&b->gz, __ATOMIC_ACQUIRE);
-	int k = 0;
-
-	if (!text || (gzip && !gz)) {
-		/* nobody asked for this body lately: the first scrape renders it */
-		pthread_mutex_lock(&s->render_lock);
-		k = render_body(s, fmt, gzip, b);
-		pthread_mutex_unlock(&s->render_lock);
-		text = __atomic_load_n(&b->text, __ATOMIC_ACQUIRE);
-		gz = __atomic_load_n(&b->gz, __ATOMIC_ACQUIRE);
-		if (!text) {
-			return k < 0 ? k : -ENOMEM;
-		}
-		/* a failed compression still leaves the plain text to send */
-	}
-	if (gzip && gz) {
-		*ret_data = gz;
-		*ret_len = b->gz_len;
-		*ret_is_gzip = true;
-	} else {
-		*ret_data = text;
-		*ret_len = b->len;
-		*ret_is_gzip = false;
-	}
-	return 0;
-}
-
-void registry_note_scrape(struct registry *r, enum metrics_format fmt, bool gzip)
-{
-	__atomic_store_n(&r->demand_usec[fmt][gzip], now_usec(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
-}
-
-/* Pre-render what was scraped in the last REGISTRY_DEMAND_USEC. */
-static void render_wanted(struct registry *r, struct snapshot *s)
-{
-	for (size_t f = 0; f < _METRICS_FORMAT_MAX; f++) {
-		bool wanted[2];
-		int k;
-
-		for (size_t z = 0; z < 2; z++) {
-			uint64_t t = __atomic_load_n(&r->demand_usec[f][z], __ATOMIC_RELAXED);
-
-			wanted[z] = t && s->monotonic_usec - t < REGISTRY_DEMAND_USEC;
-		}
-		if (!wanted[0] && !wanted[1]) {
-			continue;
-		}
-		k = render_body(s, (enum metrics_format)f, wanted[1], &s->metrics[f]);
-		if (k < 0) {
-			log_debug_errno(k, "Failed to pre-render /metrics: %m, a scrape will try again.");
-		}
-	}
+	r->publish_hook = fn;
+	r->publish_hook_userdata = userdata;
 }
 
 /* Copy probes[] into r->published if a probe changed since the last
@@ -472,7 +379,6 @@ int registry_publish(struct registry *r)
 		return -ENOMEM;
 	}
 	s->refcount = 1;
-	pthread_mutex_init(&s->render_lock, NULL);
 	s->realtime_usec = now_usec(CLOCK_REALTIME);
 	s->monotonic_usec = now_usec(CLOCK_MONOTONIC);
 	s->start_realtime_usec = r->start_realtime_usec;
@@ -511,9 +417,11 @@ int registry_publish(struct registry *r)
 	s->is_healthy = snapshot_check_health(s, s->monotonic_usec, s->health_reason,
 					      sizeof(s->health_reason));
 
-	t0 = now_usec(CLOCK_MONOTONIC);
-	render_wanted(r, s);
-	r->last_render_seconds = usec_to_sec(now_usec(CLOCK_MONOTONIC) - t0);
+	if (r->publish_hook) {
+		t0 = now_usec(CLOCK_MONOTONIC);
+		r->publish_hook(r->publish_hook_userdata, s);
+		r->last_render_seconds = usec_to_sec(now_usec(CLOCK_MONOTONIC) - t0);
+	}
 
 	pthread_mutex_lock(&r->current_lock);
 	old = r->current;

@@ -1,11 +1,12 @@
 /* The metric registry: probes and the sampler publish into it; after each
- * update an immutable snapshot (with its /metrics text pre-rendered) is
- * built and swapped in atomically. A scrape takes a reference to the current
- * snapshot and never waits for a probe or does I/O. */
+ * update an immutable snapshot is built and swapped in atomically. A reader
+ * (a scrape) takes a reference to the current snapshot and never waits for a
+ * probe or does I/O. The registry knows no exposition format: the renderers
+ * read snapshots, and a publish hook lets the exposition side prepare each
+ * one before it is served. */
 #pragma once
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include "config.h"
 #include "device.h"
 #include "probe.h"
+#include "process_stats.h"
 
 struct history;
 struct probe_block;
@@ -38,38 +40,6 @@ struct probe_state {
 /* Whether the probe performs `op` (and has figures for it to show). */
 bool probe_state_does_op(const struct probe_state *p, enum probe_op op);
 
-/* The /metrics exposition formats. */
-enum metrics_format {
-	METRICS_FORMAT_PROMETHEUS,    /* text 0.0.4 */
-	METRICS_FORMAT_OPENMETRICS,   /* OpenMetrics 1.0.0 */
-	_METRICS_FORMAT_MAX,
-};
-
-/* One /metrics body. text and gz are set once, at publish or by the first
- * scrape that needs them, and never change after: read them through
- * snapshot_metrics_body(). */
-struct rendered_body {
-	char *text;
-	size_t len;
-	char *gz;                     /* the same bytes, gzip-compressed */
-	size_t gz_len;
-};
-
-/* How long a scrape of one format and encoding keeps it pre-rendered at
- * every publish. */
-#define REGISTRY_DEMAND_USEC (300ULL * 1000000ULL)
-
-/* The standard process_* figures, read from /proc/self at publish time. */
-struct process_stats {
-	bool available;
-	double cpu_seconds;
-	uint64_t resident_memory_bytes;
-	uint64_t virtual_memory_bytes;
-	uint64_t open_fds;
-	uint64_t max_fds;
-	double start_time_seconds;    /* since the epoch */
-};
-
 struct snapshot {
 	unsigned refcount;            /* atomic */
 	uint64_t generation;
@@ -90,23 +60,14 @@ struct snapshot {
 	struct probe_block *probe_block;
 	struct history *history;      /* borrowed, thread-safe; NULL without one */
 	struct process_stats process;
-	double last_render_seconds;   /* how long the previous publish took to render */
+	double last_render_seconds; /* how long the previous publish's hook took (the
+				     * /metrics pre-render), see registry_set_publish_hook() */
 	bool is_healthy;
 	char health_reason[256];
-	pthread_mutex_t render_lock;  /* serialises rendering metrics[] late */
-	struct rendered_body metrics[_METRICS_FORMAT_MAX]; /* /metrics, see snapshot_metrics_body() */
 };
 
 struct snapshot *snapshot_ref(struct snapshot *s);
 struct snapshot *snapshot_unref(struct snapshot *s);
-
-/* The /metrics body of `s` in `fmt`, gzip'd when `gzip` asks for it and
- * compression works (*ret_is_gzip says). A body that the publish rendered
- * is returned as it is; one nobody asked for lately is rendered now, once,
- * into the snapshot. The bytes stay valid while the caller holds a
- * reference. Thread-safe. Returns 0, or -ENOMEM. */
-int snapshot_metrics_body(struct snapshot *s, enum metrics_format fmt, bool gzip, const char **ret_data,
-			  size_t *ret_len, bool *ret_is_gzip);
 
 struct registry;
 
@@ -137,13 +98,16 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 
 /* Build a new snapshot from the current state, read the process_* figures,
- * judge health, pre-render the /metrics bodies scraped in the last
- * REGISTRY_DEMAND_USEC (format and encoding) and swap it in. Main thread. */
+ * judge health, hand it to the publish hook and swap it in. Main thread.
+ * Returns 0, or -ENOMEM (the previous snapshot stays current). */
 int registry_publish(struct registry *r);
 
-/* A scrape asked for `fmt`, gzip'd or not: publishes pre-render it for the
- * next REGISTRY_DEMAND_USEC. Any thread. */
-void registry_note_scrape(struct registry *r, enum metrics_format fmt, bool gzip);
+/* Called by registry_publish() with each new snapshot before it becomes
+ * current, on the main thread; may take references. How long it took is
+ * the next snapshot's last_render_seconds. */
+typedef void (*registry_publish_fn)(void *userdata, struct snapshot *s);
+/* Install the publish hook (NULL: none). Main thread. */
+void registry_set_publish_hook(struct registry *r, registry_publish_fn fn, void *userdata);
 
 /* A reference to the current snapshot (never NULL after the first publish;
  * NULL before). Any thread. Release with snapshot_unref(). */

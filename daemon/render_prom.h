@@ -1,11 +1,18 @@
 /* /metrics: the Prometheus text format 0.0.4 and OpenMetrics 1.0.0, rendered
- * from an immutable snapshot (at publish time, never by a scrape). */
+ * from an immutable snapshot (render_cache.h keeps the bodies). */
 #pragma once
 
 #include <stddef.h>
 #include <stdio.h>
 
 #include "registry.h"
+
+/* The /metrics exposition formats. */
+enum metrics_format {
+	METRICS_FORMAT_PROMETHEUS,  /* text 0.0.4 */
+	METRICS_FORMAT_OPENMETRICS, /* OpenMetrics 1.0.0 */
+	_METRICS_FORMAT_MAX,
+};
 
 #define PROMETHEUS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"

@@ -196,7 +196,6 @@ struct snapshot *fixture_snapshot_new(bool with_devices)
 
 	assert_non_null(s);
 	s->refcount = 1;
-	pthread_mutex_init(&s->render_lock, NULL);
 	s->generation = 42;
 	s->realtime_usec = T0_USEC + 250000;
 	s->monotonic_usec = 5000250000ULL;

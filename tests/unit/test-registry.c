@@ -1,5 +1,5 @@
-/* The registry: health judged from a snapshot, publishing pre-renders both
- * /metrics formats (and their gzip), process_* parsing. */
+/* The registry: health judged from a snapshot, the publish hook, shared
+ * probe copies, process_* parsing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include <cmocka.h>
 
@@ -16,6 +15,7 @@
 #include "process_stats.h"
 #include "registry.h"
 #include "snapshot-fixture.h"
+#include "timeutil.h"
 
 static void test_healthy_while_sampler_and_probes_are_on_schedule(void **state)
 {
@@ -74,85 +74,58 @@ static void test_unhealthy_when_no_snapshot_is_published(void **state)
 	snapshot_unref(s);
 }
 
-static char *gunzip(const char *gz, size_t len, size_t max)
-{
-	z_stream zs = {0};
-	char *out = malloc(max + 1);
+/* Each snapshot goes through the publish hook before it becomes current,
+ * and the hook's time is reported by the next one. */
+struct hook_seen {
+	struct registry *r;
+	unsigned n;
+	uint64_t generation;
+	bool was_current;
+};
 
-	assert_non_null(out);
-	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
-	zs.next_in = (Bytef *)(uintptr_t)gz;
-	zs.avail_in = (uInt)len;
-	zs.next_out = (Bytef *)out;
-	zs.avail_out = (uInt)max;
-	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
-	out[zs.total_out] = '\0';
-	inflateEnd(&zs);
-	return out;
+static void on_publish(void *userdata, struct snapshot *s)
+{
+	struct hook_seen *seen = userdata;
+	struct snapshot *cur = registry_acquire(seen->r);
+	uint64_t until = now_usec(CLOCK_MONOTONIC) + 2000;
+
+	seen->n++;
+	seen->generation = s->generation;
+	seen->was_current = cur == s;
+	snapshot_unref(cur);
+	while (now_usec(CLOCK_MONOTONIC) < until) {
+		/* take a measurable time */
+	}
 }
 
-static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_rest(void **state)
+static void test_publish_hands_each_snapshot_to_the_hook_before_serving_it(void **state)
 {
-	static const char conf[] = "[global]\n"
-				   "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
-	struct config_errors errs = {0};
-	struct config *cfg = NULL;
+	struct hook_seen seen = {0};
 	struct registry *r = NULL;
 	struct snapshot *s;
-	const char *data;
-	size_t len;
-	bool gz;
 
-	assert_int_equal(config_load_string("r.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_null(registry_acquire(r));
-	assert_int_equal(registry_set_probes(r, cfg), 0);
-
-	/* nobody scraped yet: nothing is rendered at publish */
+	seen.r = r;
+	registry_set_publish_hook(r, on_publish, &seen);
 	assert_int_equal(registry_publish(r), 0);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.generation, 1);
+	assert_false(seen.was_current);
 	s = registry_acquire(r);
-	assert_non_null(s);
 	assert_int_equal(s->generation, 1);
-	assert_int_equal(s->n_probes, 1);
-	for (int f = 0; f < _METRICS_FORMAT_MAX; f++) {
-		assert_null(s->metrics[f].text);
-		assert_null(s->metrics[f].gz);
-	}
-	/* a scrape renders what it needs, once, into the snapshot */
-	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_PROMETHEUS, false, &data, &len, &gz), 0);
-	assert_false(gz);
-	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_PROMETHEUS].text);
-	assert_non_null(strstr(data, "iopsd_probe_runs_total{probe=\"seq\",target=\"/srv\"} 0\n"));
-	assert_non_null(strstr(data, "process_resident_memory_bytes "));
-	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_PROMETHEUS, false, &data, &len, &gz), 0);
-	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_PROMETHEUS].text);
-	assert_null(s->metrics[METRICS_FORMAT_OPENMETRICS].text);
+	assert_true(s->last_render_seconds == 0);
 	snapshot_unref(s);
 
-	/* after a gzip'd OpenMetrics scrape, publishes pre-render exactly that */
-	registry_note_scrape(r, METRICS_FORMAT_OPENMETRICS, true);
 	assert_int_equal(registry_publish(r), 0);
+	assert_int_equal(seen.n, 2);
 	s = registry_acquire(r);
-	assert_null(s->metrics[METRICS_FORMAT_PROMETHEUS].text);
-	assert_non_null(s->metrics[METRICS_FORMAT_OPENMETRICS].text);
-	assert_non_null(s->metrics[METRICS_FORMAT_OPENMETRICS].gz);
-	assert_int_equal(snapshot_metrics_body(s, METRICS_FORMAT_OPENMETRICS, true, &data, &len, &gz), 0);
-	assert_true(gz);
-	assert_ptr_equal(data, s->metrics[METRICS_FORMAT_OPENMETRICS].gz);
-	{
-		const struct rendered_body *b = &s->metrics[METRICS_FORMAT_OPENMETRICS];
-		char *plain = gunzip(b->gz, b->gz_len, b->len);
-
-		assert_true(b->gz_len < b->len);
-		assert_string_equal(plain, b->text);
-		assert_non_null(strstr(plain, "# EOF\n"));
-		free(plain);
-	}
-	assert_true(s->process.available);
-	assert_true(s->process.open_fds > 0);
+	assert_true(s->last_render_seconds >= 0.002);
 	snapshot_unref(s);
+
+	registry_set_publish_hook(r, NULL, NULL);
+	assert_int_equal(registry_publish(r), 0);
+	assert_int_equal(seen.n, 2);
 	registry_free(r);
-	config_free(cfg);
 }
 
 static void test_publish_copies_the_probes_only_after_one_changed(void **state)
@@ -276,16 +249,16 @@ static void test_btime_is_found_in_proc_stat(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy_while_sampler_and_probes_are_on_schedule),
-		cmocka_unit_test(test_unhealthy_when_the_last_sample_is_old),
-		cmocka_unit_test(test_unhealthy_without_any_sample_after_the_grace_period),
-		cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
-		cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
-		cmocka_unit_test(test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_rest),
-		cmocka_unit_test(test_publish_copies_the_probes_only_after_one_changed),
-		cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
-		cmocka_unit_test(test_process_stat_parses_odd_command_names),
-		cmocka_unit_test(test_btime_is_found_in_proc_stat),
+	    cmocka_unit_test(test_healthy_while_sampler_and_probes_are_on_schedule),
+	    cmocka_unit_test(test_unhealthy_when_the_last_sample_is_old),
+	    cmocka_unit_test(test_unhealthy_without_any_sample_after_the_grace_period),
+	    cmocka_unit_test(test_unhealthy_when_a_probe_is_overdue),
+	    cmocka_unit_test(test_unhealthy_when_no_snapshot_is_published),
+	    cmocka_unit_test(test_publish_hands_each_snapshot_to_the_hook_before_serving_it),
+	    cmocka_unit_test(test_publish_copies_the_probes_only_after_one_changed),
+	    cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
+	    cmocka_unit_test(test_process_stat_parses_odd_command_names),
+	    cmocka_unit_test(test_btime_is_found_in_proc_stat),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
