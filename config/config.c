@@ -53,6 +53,7 @@ static const char *const engine_names[_PROBE_ENGINE_MAX] = {
 	[PROBE_ENGINE_LIBAIO] = "libaio",
 	[PROBE_ENGINE_SYNC] = "sync",
 	[PROBE_ENGINE_PSYNC] = "psync",
+	[PROBE_ENGINE_IO_URING] = "io_uring",
 };
 
 const char *probe_rw_to_string(enum probe_rw rw)
@@ -513,7 +514,7 @@ static void handle_probe_key(struct parser *p, struct probe_config *pc, unsigned
 			}
 		}
 		if (i == _PROBE_ENGINE_MAX) {
-			add_error(p, p->line, "invalid value '%s' for ioengine: expected libaio, sync or psync",
+			add_error(p, p->line, "invalid value '%s' for ioengine: expected libaio, io_uring, sync or psync",
 				  value);
 			return;
 		}
@@ -694,7 +695,7 @@ static void finish_probe(struct parser *p, struct probe_config *pc, unsigned see
 		add_error(p, line, "[%s]: ceiling=1 and rate_iops conflict: a ceiling probe runs unthrottled",
 			  where);
 	}
-	if (pc->ioengine != PROBE_ENGINE_LIBAIO && pc->iodepth > 1) {
+	if ((pc->ioengine == PROBE_ENGINE_SYNC || pc->ioengine == PROBE_ENGINE_PSYNC) && pc->iodepth > 1) {
 		add_error(p, line, "[%s]: ioengine=%s is synchronous and conflicts with iodepth=%u; use ioengine=libaio",
 			  where, probe_engine_to_string(pc->ioengine), pc->iodepth);
 	}

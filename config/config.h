@@ -33,6 +33,7 @@ enum probe_engine {
 	PROBE_ENGINE_LIBAIO,
 	PROBE_ENGINE_SYNC,  /* run as libaio at iodepth 1 */
 	PROBE_ENGINE_PSYNC, /* run as libaio at iodepth 1 */
+	PROBE_ENGINE_IO_URING,
 	_PROBE_ENGINE_MAX,
 };
 

@@ -1,14 +1,14 @@
 /* The probe engine. A run has a run thread (opens and lays out the target,
  * starts the jobs, merges their results) and one thread per job, each with
- * its own libaio context, slots and histograms; the caller of probe_wait()
- * only waits on a condition variable with a deadline, so it never blocks
- * longer than the run's budget, whatever the device does. */
+ * its own engine context (libaio or io_uring, engine_*.c), slots and
+ * histograms; the caller of probe_wait() only waits on a condition variable
+ * with a deadline, so it never blocks longer than the run's budget,
+ * whatever the device does. */
 #include "probe.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libaio.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -18,9 +18,11 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "fileio.h"
 #include "probefile.h"
 #include "refcount.h"
@@ -33,10 +35,7 @@
  * layout rate iopsd waits for. */
 #define PREPARE_BUDGET_NS	 (30 * NSEC_PER_SEC)
 #define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
-/* Longest single wait in a job, so that a cancel is seen even while I/O
- * is stuck. */
-#define JOB_WAIT_SLICE_NS (100 * NSEC_PER_MSEC)
-#define BUF_ALIGN	  4096
+#define BUF_ALIGN		 4096
 
 enum run_phase {
 	PHASE_PREPARE,
@@ -44,28 +43,19 @@ enum run_phase {
 	PHASE_DONE,
 };
 
-struct slot {
-	struct iocb iocb;
-	uint64_t submit_ns;
-	uint64_t offset;
-	enum probe_op op;
-	bool is_inflight;
-	void *buf;
-};
-
 struct job {
 	struct run *run;
 	unsigned index;
-	io_context_t ctx;
-	bool has_ctx;
+	const struct engine_ops *ops;
+	struct engine *eng;
 	unsigned depth;
 	void *bufs;
 	struct slot *slots;
 	struct slot **free_slots;
 	unsigned n_free;
-	struct iocb **batch;
+	struct slot **batch;
 	unsigned n_batch;
-	struct io_event *events;
+	struct engine_event *events;
 	uint64_t rng;
 	uint64_t region_start, region_len;
 	uint64_t cursor[2]; /* sequential position of reads and writes */
@@ -95,6 +85,11 @@ struct run {
 
 	int fd;
 	char target[PATH_MAX];
+	const struct engine_ops *ops;
+	/* a timerfd every job's engine watches: it fires at the I/O phase's
+	 * deadline, or at once on a cancel, and so ends waits that carry no
+	 * timeout of their own */
+	int wake_fd;
 
 	/* under lock */
 	enum run_phase phase;
@@ -237,8 +232,11 @@ static bool run_is_cancelled(struct run *r)
 static void run_cancel_locked(struct run *r)
 {
 	if (!r->is_cancelled) {
+		struct itimerspec at_once = {.it_value = {.tv_nsec = 1}};
+
 		__atomic_store_n(&r->is_cancelled, true, __ATOMIC_RELAXED);
 		r->cancel_ns = now_nsec(CLOCK_MONOTONIC);
+		timerfd_settime(r->wake_fd, 0, &at_once, NULL);
 	}
 	pthread_cond_broadcast(&r->cond);
 }
@@ -247,6 +245,9 @@ static void run_destroy(struct run *r)
 {
 	if (r->fd >= 0) {
 		close(r->fd);
+	}
+	if (r->wake_fd >= 0) {
+		close(r->wake_fd);
 	}
 	free(r->jobs);
 	free(r->name);
@@ -347,11 +348,10 @@ int probe_target_device(const struct probe_config *pc, const char *sysfs, struct
 
 static void job_teardown(struct job *j)
 {
-	if (j->has_ctx) {
-		/* waits for whatever the kernel still holds, then frees */
-		io_destroy(j->ctx);
-		j->has_ctx = false;
-	}
+	/* waits for whatever the kernel still holds, then frees: only then
+	 * may the buffers go */
+	j->ops->free(j->eng);
+	j->eng = NULL;
 	free(j->bufs);
 	free(j->slots);
 	free(j->free_slots);
@@ -367,8 +367,10 @@ static void job_teardown(struct job *j)
 static int job_setup(struct job *j)
 {
 	struct run *r = j->run;
+	struct engine_setup es;
 	int e;
 
+	j->ops = r->ops;
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		histogram_init(&j->op[op].lat);
 	}
@@ -381,7 +383,7 @@ static int job_setup(struct job *j)
 	j->slots = calloc(j->depth, sizeof(*j->slots));
 	j->free_slots = calloc(j->depth, sizeof(*j->free_slots));
 	j->batch = calloc(j->depth, sizeof(*j->batch));
-	j->events = calloc(j->depth, sizeof(*j->events));
+	j->events = calloc(j->depth + 1, sizeof(*j->events));
 	if (!j->slots || !j->free_slots || !j->batch || !j->events) {
 		return -ENOMEM;
 	}
@@ -389,14 +391,22 @@ static int job_setup(struct job *j)
 	 * its offset into each sector (fio's scramble_buffers) */
 	probefile_fill(j->bufs, (size_t)j->depth * r->bs, r->seed ^ (0xa5a5ULL + j->index), 0);
 	for (unsigned i = 0; i < j->depth; i++) {
+		j->slots[i].index = i;
 		j->slots[i].buf = (char *)j->bufs + (size_t)i * r->bs;
 		j->free_slots[j->n_free++] = &j->slots[i];
 	}
-	e = io_setup((int)j->depth, &j->ctx);
+	es = (struct engine_setup){
+	    .depth = j->depth,
+	    .fds = &r->fd,
+	    .n_fds = 1,
+	    .bufs = j->bufs,
+	    .buf_size = r->bs,
+	    .wake_fd = r->wake_fd,
+	};
+	e = j->ops->setup(&es, j->message, sizeof(j->message), &j->eng);
 	if (e < 0) {
 		return e;
 	}
-	j->has_ctx = true;
 	probe_job_region(r->rw, r->size, r->bs, r->numjobs, j->index, &j->region_start, &j->region_len);
 	j->rng = r->seed + 0x632be59bd9b4e019ULL * (j->index + 1);
 	return 0;
@@ -456,15 +466,14 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 					      r->bs);
 	}
 	s->offset = off;
+	s->len = r->bs;
+	s->file = 0;
 	if (is_read) {
 		s->op = PROBE_OP_READ;
-		io_prep_pread(&s->iocb, r->fd, s->buf, r->bs, (long long)off);
 	} else {
 		s->op = PROBE_OP_WRITE;
 		scramble(s->buf, r->bs, probe_rng_next(&j->rng) ^ off);
-		io_prep_pwrite(&s->iocb, r->fd, s->buf, r->bs, (long long)off);
 	}
-	s->iocb.data = s;
 	return s->op;
 }
 
@@ -472,7 +481,7 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 {
 	struct run *r = j->run;
 	struct probe_op_result *o = &j->op[s->op];
-	long want = s->op == PROBE_OP_FSYNC ? 0 : (long)r->bs;
+	long want = s->op == PROBE_OP_FSYNC ? 0 : (long)s->len;
 	char e[96];
 
 	if (res == want) {
@@ -523,7 +532,7 @@ static unsigned job_submit(struct job *j)
 
 	while (done < j->n_batch) {
 		t0 = now_nsec(CLOCK_MONOTONIC);
-		n = io_submit(j->ctx, (long)(j->n_batch - done), j->batch + done);
+		n = j->ops->submit(j->eng, j->batch + done, j->n_batch - done);
 		if (n > 0) {
 			/* fio's clat starts when the kernel has the I/O: io_submit()
 			 * takes a batch's iocbs one after the other, so each one's
@@ -531,7 +540,7 @@ static unsigned job_submit(struct job *j)
 			 * its return, like a one-iocb call) */
 			t = now_nsec(CLOCK_MONOTONIC);
 			for (int i = 0; i < n; i++) {
-				struct slot *s = j->batch[done + i]->data;
+				struct slot *s = j->batch[done + i];
 
 				s->submit_ns = t0 + (t - t0) * (uint64_t)(i + 1) / (uint64_t)n;
 				s->is_inflight = true;
@@ -539,14 +548,14 @@ static unsigned job_submit(struct job *j)
 			done += (unsigned)n;
 			continue;
 		}
-		if (n == -EAGAIN || n == 0) {
+		if (n == 0) {
 			break;
 		}
 		if (n == -EINTR) {
 			continue;
 		}
 		{
-			struct slot *s = j->batch[done]->data;
+			struct slot *s = j->batch[done];
 
 			j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
 			if (n == -EINVAL) {
@@ -589,14 +598,13 @@ static void job_pace_wait(struct job *j, uint64_t until)
 static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
 {
 	struct run *r = j->run;
-	struct io_event ev;
 	unsigned per_op[_PROBE_OP_MAX] = {0};
 
 	for (unsigned i = 0; i < j->depth; i++) {
 		if (j->slots[i].is_inflight) {
 			per_op[j->slots[i].op]++;
 			/* block I/O can rarely be cancelled; teardown waits for it */
-			io_cancel(j->ctx, &j->slots[i].iocb, &ev);
+			j->ops->cancel(j->eng, &j->slots[i]);
 		}
 	}
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
@@ -623,8 +631,7 @@ static void job_loop(struct job *j)
 
 	j->last_ns = start;
 	for (;;) {
-		uint64_t due = 0, wake;
-		struct timespec ts;
+		uint64_t due = 0, timeout;
 		int n;
 
 		if (is_issuing && (j->error != 0 || now >= stop_at || run_is_cancelled(r) ||
@@ -665,7 +672,7 @@ static void job_loop(struct job *j)
 			    ++writes % r->fsync_every == 0) {
 				want_fsync = true;
 			}
-			j->batch[j->n_batch++] = &s->iocb;
+			j->batch[j->n_batch++] = s;
 			issued++;
 		}
 		if (j->n_batch > 0) {
@@ -674,9 +681,9 @@ static void job_loop(struct job *j)
 				/* EAGAIN with nothing to wait for: it will not get better */
 				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)",
 					 r->target);
-				j->op[((struct slot *)j->batch[0]->data)->op].errors[PROBE_ERR_OTHER]++;
+				j->op[j->batch[0]->op].errors[PROBE_ERR_OTHER]++;
 				while (j->n_batch > 0) {
-					j->free_slots[j->n_free++] = j->batch[--j->n_batch]->data;
+					j->free_slots[j->n_free++] = j->batch[--j->n_batch];
 				}
 			}
 			now = now_nsec(CLOCK_MONOTONIC);
@@ -705,16 +712,14 @@ static void job_loop(struct job *j)
 			job_timeout(j, inflight, is_issuing);
 			break;
 		}
-		/* wait for completions, or until the next paced submission */
-		wake = now + JOB_WAIT_SLICE_NS;
-		if (due > now && due < wake) {
-			wake = due;
+		/* wait for completions, or until the next paced submission; an
+		 * unpaced wait needs no timeout (the engine also wakes on the run's
+		 * wake fd), and so costs the kernel no timer per call */
+		timeout = ENGINE_WAIT_FOREVER;
+		if (due > now) {
+			timeout = (due < hard ? due : hard) - now;
 		}
-		if (hard < wake) {
-			wake = hard;
-		}
-		ts = ns_to_timespec(wake - now);
-		n = io_getevents(j->ctx, 1, (long)j->depth, j->events, &ts);
+		n = j->ops->reap(j->eng, j->events, j->depth + 1, timeout);
 		now = now_nsec(CLOCK_MONOTONIC);
 		if (n < 0) {
 			if (n == -EINTR) {
@@ -728,9 +733,12 @@ static void job_loop(struct job *j)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			job_complete(j, j->events[i].data, (long)j->events[i].res, now);
+			if (!j->events[i].slot) {
+				continue; /* the wake fd: the deadline or a cancel, seen above */
+			}
+			job_complete(j, j->events[i].slot, j->events[i].res, now);
+			inflight--;
 		}
-		inflight -= (unsigned)n;
 	}
 }
 
@@ -884,9 +892,13 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 			char e[96];
 
 			res->error = j->setup_error;
-			set_message(res->message, sizeof(res->message), "cannot set up job %u: %s%s", i,
-				    probefile_strerror(j->setup_error, e, sizeof(e)),
-				    j->setup_error == -EAGAIN ? " (fs.aio-max-nr too low?)" : "");
+			if (j->message[0] != '\0') {
+				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
+					    j->message);
+			} else {
+				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
+					    probefile_strerror(j->setup_error, e, sizeof(e)));
+			}
 		}
 		if (res->error == 0 && j->error != 0) {
 			res->error = j->error;
@@ -991,7 +1003,11 @@ static void *run_main(void *userdata)
 	}
 	if (r->go) {
 		/* all contexts and buffers are ready: start the clock for all */
+		struct itimerspec deadline;
+
 		r->start_ns = now_nsec(CLOCK_MONOTONIC);
+		deadline = (struct itimerspec){.it_value = ns_to_timespec(r->start_ns + r->timeout_ns)};
+		timerfd_settime(r->wake_fd, TFD_TIMER_ABSTIME, &deadline, NULL);
 		res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 		r->phase = PHASE_IO;
 	}
@@ -1022,6 +1038,11 @@ static void *run_main(void *userdata)
 
 /* Public API ------------------------------------------------------------- */
 
+int probe_engine_check(enum probe_engine engine, char *msg, size_t len)
+{
+	return engine == PROBE_ENGINE_IO_URING ? engine_uring_check(msg, len) : engine_libaio_check(msg, len);
+}
+
 static int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
 {
 	struct run *r;
@@ -1033,6 +1054,13 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	}
 	r->refcount = 1;
 	r->fd = -1;
+	r->wake_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->wake_fd < 0) {
+		int k = -errno;
+
+		free(r);
+		return k;
+	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1060,7 +1088,11 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	r->rate_iops = pc->rate_iops;
 	r->timeout_ns = probe_timeout_usec(pc) * NSEC_PER_USEC;
 	/* sync and psync measure one I/O at a time: libaio at depth 1 */
-	r->iodepth = pc->ioengine == PROBE_ENGINE_LIBAIO && pc->iodepth > 0 ? pc->iodepth : 1;
+	r->ops = pc->ioengine == PROBE_ENGINE_IO_URING ? &engine_uring_ops : &engine_libaio_ops;
+	r->iodepth =
+	    pc->iodepth > 0 && pc->ioengine != PROBE_ENGINE_SYNC && pc->ioengine != PROBE_ENGINE_PSYNC
+		? pc->iodepth
+		: 1;
 	r->numjobs = pc->numjobs > 0 ? pc->numjobs : 1;
 	r->rwmixread = pc->rwmixread;
 	r->fsync_every = pc->fsync;

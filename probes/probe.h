@@ -1,5 +1,5 @@
 /* The probe engine: one budgeted run of a probe (a small fio job) with
- * libaio and O_DIRECT, and the results it produces. */
+ * libaio or io_uring and O_DIRECT, and the results it produces. */
 #pragma once
 
 #include <stdbool.h>
@@ -69,6 +69,12 @@ void probe_op_result_add(struct probe_op_result *dst, const struct probe_op_resu
  * *ret (errors are inside it); returns 0, or -errno only for failures to
  * even start (ENOMEM). */
 int probe_run(const struct probe_config *pc, struct probe_result *ret);
+
+/* Whether this host lets `engine` run (io_uring: kernel.io_uring_disabled,
+ * a seccomp filter, an old kernel): 0, or -errno with the reason in msg.
+ * A probe never falls back to another engine: this says in advance what
+ * its runs would report. */
+int probe_engine_check(enum probe_engine engine, char *msg, size_t len);
 
 /* What a run needs beyond its configuration. */
 struct probe_options {
