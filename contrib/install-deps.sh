@@ -9,7 +9,8 @@ build=(meson ninja-build pkg-config gcc libc6-dev libmicrohttpd-dev libjansson-d
        libjs-chart.js libyaml-dev)
 tests=(libcmocka-dev clang libclang-rt-14-dev fio sysstat prometheus prometheus-node-exporter
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 wrk ioping
-       chromium fonts-liberation valgrind openssl)
+       chromium fonts-liberation valgrind openssl
+       mmdebstrap qemu-system-x86 qemu-utils)
 
 want=("${build[@]}")
 if [ "${1:-}" = "--tests" ]; then

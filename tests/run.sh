@@ -33,14 +33,22 @@ meson test -C build-asan --suite unit --print-errorlogs || status=1
 echo "== integration (sanitizer build)"
 meson test -C build-asan --suite integration --print-errorlogs --no-rebuild || status=1
 
-if [ "${CI:-}" = "true" ]; then
-	skipped=$(grep -c '"result": "SKIP"' build-asan/meson-logs/testlog.json || true)
+# Under CI every integration and VM test must run: a skip is a failure.
+check_skips() { # BUILDDIR
+	[ "${CI:-}" = "true" ] || return 0
+	local log=$1/meson-logs/testlog.json skipped
+	skipped=$(grep -c '"result": "SKIP"' "$log" || true)
 	if [ "$skipped" -gt 0 ]; then
 		echo "CI: $skipped test(s) skipped; under CI every integration test must run" >&2
-		grep '"result": "SKIP"' build-asan/meson-logs/testlog.json | grep -o '"name": "[^"]*"' >&2 || true
+		grep '"result": "SKIP"' "$log" | grep -o '"name": "[^"]*"' >&2 || true
 		status=1
 	fi
-fi
+}
+check_skips build-asan
+
+echo "== vm (a Debian 12 guest under QEMU with real systemd)"
+meson test -C build --suite vm --print-errorlogs --no-rebuild || status=1
+check_skips build
 
 if [ -f tests/fuzz/meson.build ] && command -v clang >/dev/null; then
 	echo "== fuzz (clang, bounded runs from the committed corpus)"
