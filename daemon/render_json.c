@@ -230,10 +230,29 @@ static json_t *limits_json(const struct device_ceiling *c)
 			 "throughput", c->throughput_limit ? num(c->at_ceiling_throughput_seconds) : json_null());
 }
 
-static json_t *ceiling_json(const struct device_ceiling *c)
+/* md/dm: the members that hold the device (device_ceiling.held_by_mask). */
+static json_t *held_by_json(const struct device_state *d)
 {
-	return json_pack("{s:b,s:b,s:o,s:o,s:o}",
+	char member[DISKSTATS_NAME_MAX];
+	json_t *a = json_array();
+	unsigned k = 0;
+
+	for (const char *p = d->topo.members; a && k < 64 && (p = device_list_next(p, member)); k++) {
+		if (((d->ceiling.held_by_mask >> k) & 1) && json_array_append_new(a, str(member)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *ceiling_json(const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o}",
 			 "throttled", c->is_throttled,
+			 "held_by", held_by_json(d),
 			 "saturated", c->is_saturated,
 			 "iops_estimate", num_or_null(c->iops_ceiling_estimate),
 			 "throughput_estimate_bytes_per_second", num_or_null(c->throughput_ceiling_estimate),
@@ -259,7 +278,7 @@ static json_t *device_json(const struct device_state *d)
 			 "rates", rates_json(&d->rates, &d->raw),
 			 "member_rates", d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(),
 			 "limits", limits_json(&d->ceiling),
-			 "ceiling", ceiling_json(&d->ceiling),
+			 "ceiling", ceiling_json(d),
 			 "counters", counters_json(&d->raw));
 }
 
@@ -361,12 +380,22 @@ static json_t *last_run_json(const struct probe_state *p)
 			 "fio", probe_result_to_json(r));
 }
 
-static json_t *probe_json(const struct probe_state *p)
+/* The members of the device a probe's target is on (an md/dm array's),
+ * from the snapshot's topology; [] for a plain device or an unknown one. */
+static json_t *probe_members_json(const struct snapshot *s, const struct probe_state *p)
 {
-	return json_pack("{s:o,s:o,s:o,s:s,s:o,s:I,s:I,s:o,s:o}",
+	const struct device_state *d = p->device[0] ? sampler_snapshot_find(s->samples, p->device) : NULL;
+
+	return list(d ? d->topo.members : "");
+}
+
+static json_t *probe_json(const struct snapshot *s, const struct probe_state *p)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:s,s:o,s:I,s:I,s:o,s:o}",
 			 "name", str(p->name),
 			 "target", str(p->target),
 			 "device", str(p->device),
+			 "members", probe_members_json(s, p),
 			 "rw", probe_rw_to_string(p->rw),
 			 "interval_seconds", seconds(p->interval_usec),
 			 "runs_total", (json_int_t)p->runs_total,
@@ -383,7 +412,7 @@ json_t *render_json_probes(const struct snapshot *s, const char *probe)
 		if (probe && strcmp(s->probes[i].name, probe) != 0) {
 			continue;
 		}
-		if (json_array_append_new(probes, probe_json(&s->probes[i])) < 0) {
+		if (json_array_append_new(probes, probe_json(s, &s->probes[i])) < 0) {
 			json_decref(probes);
 			return NULL;
 		}
@@ -504,7 +533,7 @@ static json_t *history_device_json(const struct snapshot *s, const char *name, u
 	return json_pack("{s:o,s:o,s:o,s:o?,s:o}",
 			 "name", str(name),
 			 "limits", d ? limits_json(&d->ceiling) : json_null(),
-			 "ceiling", d ? ceiling_json(&d->ceiling) : json_null(),
+			 "ceiling", d ? ceiling_json(d) : json_null(),
 			 "kind", d ? json_string(device_kind_to_string(d->topo.kind)) : NULL,
 			 "series", series);
 }

@@ -486,6 +486,22 @@ static void emit_burst_balance(struct writer *w, const struct device_family *f, 
 	}
 }
 
+/* md/dm: one series per member, 1 while it holds the array. */
+static void emit_held_by(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	char member[DISKSTATS_NAME_MAX];
+	unsigned k = 0;
+
+	if (d->topo.kind != DEVICE_KIND_MD && d->topo.kind != DEVICE_KIND_DM) {
+		return;
+	}
+	for (const char *p = d->topo.members; k < 64 && (p = device_list_next(p, member)); k++) {
+		struct label l[] = {{"device", d->raw.name}, {"member", member}};
+
+		sample(w, f->name, l, ELEMENTSOF(l), (d->ceiling.held_by_mask >> k) & 1 ? 1 : 0);
+	}
+}
+
 static const struct device_family device_families[] = {
 	{"iopsd_device_info", FAMILY_GAUGE,
 	 "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members and mount points.",
@@ -565,6 +581,9 @@ static const struct device_family device_families[] = {
 	{"iopsd_device_throttled", FAMILY_GAUGE,
 	 "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), else 0.",
 	 emit_ceiling_flag, CEILING(is_throttled)},
+	{"iopsd_device_held_by", FAMILY_GAUGE,
+	 "md/dm devices: 1 while the member is throttled and so holds the array to its pace (the array is throttled then too), else 0.",
+	 emit_held_by},
 	{"iopsd_device_saturated", FAMILY_GAUGE,
 	 "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
 	 CEILING(is_saturated)},

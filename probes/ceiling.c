@@ -17,7 +17,10 @@ void ceiling_params_default(struct ceiling_params *ret)
 		.plateau_tolerance = 0.015,
 		.plateau_slack_ios = 2.5,
 		.plateau_fraction = 0.8,
+		.member_plateau_fraction = 0.3,
 		.max_outliers = 3,
+		.outlier_fraction = 0.0,
+		.member_outlier_fraction = 0.25,
 		.min_queue = 0.9,
 		.min_utilization = 0.8,
 		.min_iops = 10.0,
@@ -131,7 +134,8 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 			ios += s->iops;
 		}
 	}
-	if (n_in == 0 || n_q - n_in > p->max_outliers || ios / n_in < p->min_iops) {
+	if (n_in == 0 || n_q - n_in > fmax(p->max_outliers, floor(p->outlier_fraction * n_q)) ||
+	    ios / n_in < p->min_iops) {
 		return false;
 	}
 	*ret_level = sum / n_in;
@@ -427,11 +431,12 @@ static struct ceiling_entry *add(struct ceiling_set *s, const char *name)
 }
 
 int ceiling_set_update(struct ceiling_set *s, const char *name, const struct device_config *dc,
-		       const struct device_rates *r, const struct device_rates *member,
+		       const struct device_rates *r, const struct device_rates *member, bool is_array_member,
 		       struct device_ceiling *ret)
 {
 	struct ceiling_entry *e = lookup(s, name);
 	struct device_rates x = *r;
+	struct ceiling_params p = s->params;
 
 	if (!e) {
 		e = add(s, name);
@@ -449,9 +454,22 @@ int ceiling_set_update(struct ceiling_set *s, const char *name, const struct dev
 		x.queue_depth = fmax(x.queue_depth, member->queue_depth);
 		x.utilization = fmax(x.utilization, member->utilization);
 	}
+	if (is_array_member) {
+		/* Two members capped alike: whichever is behind holds the
+		 * array's queue for a few seconds, then the other; each is at
+		 * its cap whenever it queues, but queues half the time. */
+		p.plateau_fraction = p.member_plateau_fraction;
+		p.max_outliers = 0;
+		p.outlier_fraction = p.member_outlier_fraction;
+	}
 	e->is_seen = true;
-	ceiling_update(&e->state, &s->params, dc, &x, ret);
+	ceiling_update(&e->state, &p, dc, &x, ret);
 	return 0;
+}
+
+bool ceiling_set_is_queueing(const struct ceiling_set *s, const struct device_rates *r)
+{
+	return r->valid && r->queue_depth >= s->params.min_queue && r->utilization >= s->params.min_utilization;
 }
 
 void ceiling_set_end_sample(struct ceiling_set *s)

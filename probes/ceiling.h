@@ -22,7 +22,13 @@ struct ceiling_params {
 	double plateau_tolerance;     /* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;     /* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;      /* share of the window that must be queueing (0.8) */
+	double member_plateau_fraction; /* ... for a member of an md/dm array (0.3): the members of
+				       * a stripe capped alike take turns at holding the queue */
+	double member_outlier_fraction; /* ... whose outliers are this share of its queueing samples
+				       * instead of max_outliers (0.25): the seconds in which the
+				       * queue moves over are partly at the cap */
 	unsigned max_outliers;        /* queueing samples allowed off the band (3) */
+	double outlier_fraction;      /* ... or this share of them, when more (0) */
 	double min_queue;             /* aqu-sz of a queueing sample (0.9) */
 	double min_utilization;       /* busy ratio of a queueing sample (0.8) */
 	double min_iops;              /* a plateau lower than this is idling, not a ceiling (10) */
@@ -95,11 +101,17 @@ struct ceiling_set *ceiling_set_free(struct ceiling_set *s);
  * [device] section `dc` (NULL: none), and fill *ret. `member` (NULL when
  * none) are the md/dm member aggregates of device.h: an md device accounts
  * no busy time or queue of its own, so the busiest member's utilization and
- * the members' queue stand in when larger. Returns 0, or -ENOMEM (then *ret
- * holds the declared limits only). */
+ * the members' queue stand in when larger. `is_array_member`: the device is
+ * a member of an md/dm array, whose plateau needs only
+ * member_plateau_fraction of the window queueing. Returns 0, or -ENOMEM
+ * (then *ret holds the declared limits only). */
 int ceiling_set_update(struct ceiling_set *s, const char *name, const struct device_config *dc,
-		       const struct device_rates *r, const struct device_rates *member,
+		       const struct device_rates *r, const struct device_rates *member, bool is_array_member,
 		       struct device_ceiling *ret);
+/* Whether rates `r` are a queueing sample by the set's parameters (requests
+ * waiting, device busy): the evidence the plateau test counts. */
+bool ceiling_set_is_queueing(const struct ceiling_set *s, const struct device_rates *r);
+
 /* Close a sample: forget devices that were not updated since the last call. */
 void ceiling_set_end_sample(struct ceiling_set *s);
 

@@ -1,6 +1,7 @@
 /* Device snapshots: reference counting and lookup. */
 #include "device.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,18 @@ static const char *const kind_names[_DEVICE_KIND_MAX] = {
 const char *device_kind_to_string(enum device_kind k)
 {
 	return k < _DEVICE_KIND_MAX ? kind_names[k] : "unknown";
+}
+
+const char *device_list_next(const char *list, char *ret)
+{
+	size_t n;
+
+	if (!list || *list == '\0') {
+		return NULL;
+	}
+	n = strcspn(list, ",");
+	snprintf(ret, DISKSTATS_NAME_MAX, "%.*s", (int)n, list);
+	return list[n] == ',' ? list + n + 1 : list + n;
 }
 
 static void sampler_snapshot_destroy(struct sampler_snapshot *s)

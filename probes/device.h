@@ -23,6 +23,11 @@ const char *device_kind_to_string(enum device_kind k);
 
 #define DEVICE_MAX_MEMBERS 64
 
+/* Walk a comma-separated list of device names ("xvdf,xvdg"): copy the first
+ * name of `list` into ret (DISKSTATS_NAME_MAX bytes, truncated) and return
+ * the rest of the list, or NULL when `list` is NULL or empty. */
+const char *device_list_next(const char *list, char *ret);
+
 /* Strings are never NULL in a sampler snapshot ("" when unknown). In a
  * snapshot taken by the sampler they point into the snapshot's shared
  * topology (sampler_snapshot.topology); in a snapshot built by hand (tests)
@@ -59,7 +64,10 @@ struct device_ceiling {
 					 * of its declared limit or above */
 	bool has_burst_model;
 	double burst_balance_ratio;     /* 0..1 */
-	bool is_throttled;
+	bool is_throttled;              /* its own plateau, or held by a member (below) */
+	uint64_t held_by_mask;          /* md/dm: bit k set while the k-th name of topo.members
+					 * is throttled (or itself held), which holds the array:
+					 * a stripe runs at the pace of its slowest member */
 	bool is_saturated;
 	double iops_ceiling_estimate;   /* 0 = none detected yet */
 	double throughput_ceiling_estimate;

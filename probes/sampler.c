@@ -26,6 +26,8 @@
 
 #define DISKSTATS_BUF_INITIAL (64U << 10)
 #define DISKSTATS_BUF_MAX (64U << 20)
+/* Samples an array stays held after its last holder, while it queues. */
+#define SAMPLER_HOLD_OVER 5
 
 /* Per-device state that lives from one tick to the next. */
 struct sampler_dev {
@@ -37,6 +39,12 @@ struct sampler_dev {
 	struct device_ceiling ceiling;  /* this tick's verdict (its counters live in s->ceilings) */
 	const struct device_config *dc; /* its [device] section, NULL when none */
 	bool is_kept;                   /* passes the filter */
+	bool is_tracked;                /* kept, or a member (at any depth) of a kept md/dm
+					 * device: its ceiling is followed so that the array
+					 * can say which member holds it */
+	bool is_array_member;           /* a member of a tracked md/dm device */
+	uint64_t last_held_by_mask;     /* md/dm: the members that held it last */
+	unsigned hold_over_left;        /* samples it stays held without a holder */
 };
 
 struct sampler {
@@ -165,6 +173,26 @@ static const struct topology_device *device_for_target(const struct topology *t,
 	return topology_device_for_path(t, target);
 }
 
+/* The members of device i, and theirs, are tracked: a RAID0 over partitions
+ * that the filter drops is still told which member holds it. */
+static void track_members(struct sampler *s, size_t i, unsigned depth)
+{
+	const struct topology_device *td = &s->topo->devices[i];
+
+	if (depth >= TOPOLOGY_MAX_DEPTH) {
+		return;
+	}
+	for (size_t k = 0; k < td->n_members; k++) {
+		size_t m = td->members[k];
+
+		s->devs[m].is_array_member = true;
+		if (!s->devs[m].is_tracked) {
+			s->devs[m].is_tracked = true;
+			track_members(s, m, depth + 1);
+		}
+	}
+}
+
 /* Recompute every device's filter verdict and [device] section from the
  * topology and the config. No I/O. */
 static void apply_filter(struct sampler *s)
@@ -209,6 +237,13 @@ static void apply_filter(struct sampler *s)
 	}
 	for (size_t i = 0; i < s->n_devs; i++) {
 		s->devs[i].is_kept = device_is_kept(s, &t->devices[i], holds && holds[i]);
+		s->devs[i].is_tracked = s->devs[i].is_kept;
+		s->devs[i].is_array_member = false;
+	}
+	for (size_t i = 0; i < s->n_devs; i++) {
+		if (s->devs[i].is_kept) {
+			track_members(s, i, 0);
+		}
 	}
 }
 
@@ -457,7 +492,106 @@ static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const stru
 {
 	/* -ENOMEM still leaves the declared limits in sd->ceiling */
 	(void)ceiling_set_update(s->ceilings, sd->raw.name, dc, &sd->rates,
-				 sd->has_member_rates ? &sd->member_rates : NULL, &sd->ceiling);
+				 sd->has_member_rates ? &sd->member_rates : NULL, sd->is_array_member, &sd->ceiling);
+}
+
+/* An md/dm device is held by each of its members that is throttled: a
+ * stripe waits for its slowest member, so a RAID0 over one capped and one
+ * idle volume is flat at twice the cap while neither its own queue nor its
+ * own IOPS need look capped. Sets the bits of device i's held_by_mask (and
+ * is_throttled when any); true when a bit was added. */
+static bool hold_by_members(struct sampler *s, size_t i)
+{
+	const struct topology_device *td = &s->topo->devices[i];
+	struct device_ceiling *c = &s->devs[i].ceiling;
+	char name[DISKSTATS_NAME_MAX];
+	uint64_t mask = 0;
+	unsigned k = 0;
+
+	if (!s->devs[i].is_tracked || (td->topo.kind != DEVICE_KIND_MD && td->topo.kind != DEVICE_KIND_DM)) {
+		return false;
+	}
+	for (const char *p = td->topo.members; k < 64 && (p = device_list_next(p, name)); k++) {
+		const struct topology_device *m = topology_find(s->topo, name);
+
+		if (m && s->devs[m - s->topo->devices].is_tracked &&
+		    s->devs[m - s->topo->devices].ceiling.is_throttled) {
+			mask |= UINT64_C(1) << k;
+		}
+	}
+	if ((c->held_by_mask | mask) == c->held_by_mask) {
+		return false;
+	}
+	c->held_by_mask |= mask;
+	c->is_throttled = true;
+	return true;
+}
+
+/* Members capped alike take turns at holding a stripe's queue: when it
+ * moves over, the one that had it stops queueing at once, and the other
+ * needs a few queueing seconds in its window before its plateau shows. For
+ * SAMPLER_HOLD_OVER samples the array, still queueing, stays held: by the
+ * members that queue now, else by the last holders. */
+static void hold_over(struct sampler *s, size_t i)
+{
+	const struct topology_device *td = &s->topo->devices[i];
+	struct sampler_dev *sd = &s->devs[i];
+	struct device_rates x = sd->rates;
+	char name[DISKSTATS_NAME_MAX];
+	uint64_t mask = 0;
+	unsigned k = 0;
+
+	if (sd->ceiling.held_by_mask != 0) {
+		sd->last_held_by_mask = sd->ceiling.held_by_mask;
+		sd->hold_over_left = SAMPLER_HOLD_OVER;
+		return;
+	}
+	if (sd->has_member_rates && sd->member_rates.valid) {
+		x.queue_depth = fmax(x.queue_depth, sd->member_rates.queue_depth);
+		x.utilization = fmax(x.utilization, sd->member_rates.utilization);
+	}
+	if (sd->hold_over_left == 0 || !ceiling_set_is_queueing(s->ceilings, &x)) {
+		sd->hold_over_left = 0;
+		return;
+	}
+	sd->hold_over_left--;
+	for (const char *p = td->topo.members; k < 64 && (p = device_list_next(p, name)); k++) {
+		const struct topology_device *m = topology_find(s->topo, name);
+
+		if (m && ceiling_set_is_queueing(s->ceilings, &s->devs[m - s->topo->devices].rates)) {
+			mask |= UINT64_C(1) << k;
+		}
+	}
+	sd->ceiling.held_by_mask = mask ? mask : sd->last_held_by_mask;
+	sd->ceiling.is_throttled = true;
+}
+
+static void hold_by_all_members(struct sampler *s)
+{
+	bool changed = true;
+
+	for (unsigned pass = 0; changed && pass <= TOPOLOGY_MAX_DEPTH; pass++) {
+		changed = false;
+		for (size_t i = 0; i < s->n_devs; i++) {
+			changed |= hold_by_members(s, i);
+		}
+	}
+}
+
+/* Holds go up through nested devices (dm over md over disks) until
+ * nothing changes; then arrays left without a holder get their hold-over,
+ * which goes up again. */
+static void propagate_holds(struct sampler *s)
+{
+	hold_by_all_members(s);
+	for (size_t i = 0; i < s->n_devs; i++) {
+		const enum device_kind kind = s->topo->devices[i].topo.kind;
+
+		if (s->devs[i].is_tracked && (kind == DEVICE_KIND_MD || kind == DEVICE_KIND_DM)) {
+			hold_over(s, i);
+		}
+	}
+	hold_by_all_members(s);
 }
 
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
@@ -573,10 +707,11 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 		derive_member_rates(s, i);
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (s->devs[i].is_kept) {
+		if (s->devs[i].is_tracked) {
 			update_ceiling(s, &s->devs[i], s->devs[i].dc);
 		}
 	}
+	propagate_holds(s);
 	ceiling_set_end_sample(s->ceilings);
 
 	r = build_snapshot(s, mono, real, &snap);

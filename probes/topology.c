@@ -16,7 +16,6 @@
 #include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
-#define TOPOLOGY_MAX_DEPTH 8
 
 /* A growable comma-separated list of names. */
 struct name_list {

@@ -13,6 +13,10 @@
 #include "diskstats.h"
 #include "name_index.h"
 
+/* How deep md/dm devices may nest (dm over md over partitions ...) before
+ * the topology stops following members. */
+#define TOPOLOGY_MAX_DEPTH 8
+
 /* One line of /proc/PID/mountinfo. */
 struct mountinfo_entry {
 	unsigned major, minor;

@@ -652,9 +652,9 @@ static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **sta
 		/* Many devices, so that the index is exercised. */
 		for (unsigned i = 0; i < 40; i++) {
 			snprintf(name, sizeof(name), "sd%u", i);
-			assert_int_equal(ceiling_set_update(s, name, NULL, &busy, NULL, &out), 0);
+			assert_int_equal(ceiling_set_update(s, name, NULL, &busy, NULL, false, &out), 0);
 		}
-		assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, &out), 0);
+		assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, false, &out), 0);
 		ceiling_set_end_sample(s);
 	}
 	assert_true(out.is_throttled);
@@ -664,12 +664,12 @@ static void test_set_keeps_state_by_name_and_forgets_vanished_devices(void **sta
 	assert_non_null(ceiling_set_find(s, "sd39"));
 
 	/* loop9 vanishes for one sample: forgotten, then starts afresh. */
-	assert_int_equal(ceiling_set_update(s, "sd0", NULL, &busy, NULL, &out), 0);
+	assert_int_equal(ceiling_set_update(s, "sd0", NULL, &busy, NULL, false, &out), 0);
 	ceiling_set_end_sample(s);
 	assert_null(ceiling_set_find(s, "loop9"));
 	assert_null(ceiling_set_find(s, "sd1"));
 	assert_non_null(ceiling_set_find(s, "sd0"));
-	assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, &out), 0);
+	assert_int_equal(ceiling_set_update(s, "loop9", &dc, &capped, NULL, false, &out), 0);
 	assert_near(out.at_ceiling_iops_seconds, 1, 1e-9);
 	assert_false(out.is_throttled);
 	ceiling_set_free(s);
@@ -689,7 +689,7 @@ static void test_md_array_uses_its_members_queue_and_busy_time(void **state)
 	ceiling_state_init(&bare);
 	assert_int_equal(ceiling_set_new(NULL, &s), 0);
 	for (unsigned t = 0; t < 20; t++) {
-		assert_int_equal(ceiling_set_update(s, "md0", NULL, &md, &members, &out), 0);
+		assert_int_equal(ceiling_set_update(s, "md0", NULL, &md, &members, false, &out), 0);
 		ceiling_update(&bare, &p, NULL, &md, &own_only);
 		ceiling_set_end_sample(s);
 	}

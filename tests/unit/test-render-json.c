@@ -217,6 +217,40 @@ static void test_history_marks_each_second_at_the_limit_throttled_or_saturated(v
 	snapshot_unref(s);
 }
 
+/* The array held by a member says which; a probe on the array lists its
+ * members. */
+static void test_array_held_by_a_member_and_probe_on_it(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	json_t *root, *md0, *held, *probe;
+
+	s->samples->devices[2].ceiling.is_throttled = true;
+	s->samples->devices[2].ceiling.held_by_mask = 2;
+	free(s->probes[0].device);
+	s->probes[0].device = strdup("md0");
+	root = render_json_devices(s, "md0");
+	assert_non_null(root);
+	md0 = json_array_get(json_object_get(root, "devices"), 0);
+	held = json_object_get(json_object_get(md0, "ceiling"), "held_by");
+	assert_true(json_is_true(json_object_get(json_object_get(md0, "ceiling"), "throttled")));
+	assert_int_equal(json_array_size(held), 1);
+	assert_string_equal(json_string_value(json_array_get(held, 0)), "nvme3n1");
+	json_decref(root);
+
+	root = render_json_probes(s, NULL);
+	assert_non_null(root);
+	probe = json_array_get(json_object_get(root, "probes"), 0);
+	assert_string_equal(json_string_value(json_object_get(probe, "device")), "md0");
+	assert_int_equal(json_array_size(json_object_get(probe, "members")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(probe, "members"), 1)),
+			    "nvme3n1");
+	/* a probe whose device is not known has no members */
+	probe = json_array_get(json_object_get(root, "probes"), 1);
+	assert_int_equal(json_array_size(json_object_get(probe, "members")), 0);
+	json_decref(root);
+	snapshot_unref(s);
+}
+
 static void test_status_names_the_host(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(false);
@@ -237,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_strings_keep_valid_utf8_and_replace_only_invalid_bytes),
 		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
 		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
+		cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
 		cmocka_unit_test(test_status_names_the_host),
 	};
 

@@ -85,6 +85,26 @@ static void test_fresh_daemon_renders_without_devices_or_runs(void **state)
 	snapshot_unref(s);
 }
 
+/* md0 over nvme2n1,nvme3n1 is held by its second member: one series per
+ * member, and the array is throttled. */
+static void test_array_names_the_member_that_holds_it(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct device_state *md = &s->samples->devices[2];
+	char *text;
+
+	md->ceiling.is_throttled = true;
+	md->ceiling.held_by_mask = 2;
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_device_held_by{device=\"md0\",member=\"nvme2n1\"} 0\n"
+				     "iopsd_device_held_by{device=\"md0\",member=\"nvme3n1\"} 1\n"));
+	assert_non_null(strstr(text, "\niopsd_device_throttled{device=\"md0\"} 1\n"));
+	/* a plain disk has no members to be held by */
+	assert_null(strstr(text, "iopsd_device_held_by{device=\"nvme1n1\""));
+	free(text);
+	snapshot_unref(s);
+}
+
 static char *escaped(const char *value)
 {
 	char *buf = NULL;
@@ -289,6 +309,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_format_matches_golden),
 		cmocka_unit_test(test_openmetrics_matches_golden),
+		cmocka_unit_test(test_array_names_the_member_that_holds_it),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),

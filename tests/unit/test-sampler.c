@@ -2,6 +2,7 @@
  * filtering, devices vanishing and returning, PSI, topology refresh. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -479,6 +480,183 @@ static void test_declared_limits_reach_the_device(void **state)
 	sampler_env_teardown(&e);
 }
 
+/* Synthetic per-second counters for the RAID0 fixture: md0 over xvdf and
+ * xvdg, with everything else idle. */
+struct raid_counters {
+	uint64_t reads, sectors, read_ms, io_ms, weighted_ms;
+};
+
+static void raid_tick(struct raid_counters *c, double iops, double await_ms, double util, double queue)
+{
+	c->reads += (uint64_t)llround(iops);
+	c->sectors += (uint64_t)llround(iops) * 8;
+	c->read_ms += (uint64_t)llround(iops * await_ms);
+	c->io_ms += (uint64_t)llround(util * 1000);
+	c->weighted_ms += (uint64_t)llround(queue * 1000);
+}
+
+static void write_raid_diskstats(struct sampler_env *e, const struct raid_counters c[3])
+{
+	static const char *const names[] = {"202 80 xvdf", "202 96 xvdg", "9 0 md0"};
+	static const char *const idle[] = {
+	    "202 0 xvda", "202 1 xvda1", "259 0 nvme0n1", "259 1 nvme0n1p1", "259 2 nvme0n1p2",
+	    "253 0 dm-0", "7 0 loop0",	 "7 1 loop1",	  "1 0 ram0",	     "251 0 zram0",
+	};
+	char buf[4096], path[128];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(idle); i++) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s 1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n",
+				      idle[i]);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      "%s %" PRIu64 " 0 %" PRIu64 " %" PRIu64 " 0 0 0 0 0 %" PRIu64
+				      " %" PRIu64 " 0 0 0 0 0 0\n",
+				      names[i], c[i].reads, c[i].sectors, c[i].read_ms, c[i].io_ms,
+				      c[i].weighted_ms);
+	}
+	snprintf(path, sizeof(path), "%s/diskstats", e->dir);
+	sampler_env_write_file(path, buf);
+}
+
+/* The field measurement: md RAID0 over a capped member (queue 15.6, flat at
+ * 500) and an uncapped one (queue 0.15); md0's own IOPS wander by a few
+ * percent, so its own detector says nothing. The array is held by xvdf. */
+static struct sampler_snapshot *run_raid(struct sampler_env *e, unsigned seconds, bool is_capped)
+{
+	/* counters only grow, across calls and tests */
+	static struct raid_counters c[3];
+	struct sampler_snapshot *s = NULL;
+
+	for (unsigned t = 0; t < seconds; t++) {
+		double wobble = (double)((t * 37) % 9) - 4.0; /* -4 .. +4 */
+
+		raid_tick(&c[0], is_capped ? 500 : 500 + 10 * wobble, 31, 1.0, 15.6);
+		raid_tick(&c[1], is_capped ? 500 : 500 - 8 * wobble, 0.3, 0.15, 0.15);
+		raid_tick(&c[2], 1000 + 10 * wobble, 16, 1.0, 16);
+		write_raid_diskstats(e, c);
+		sampler_snapshot_unref(s);
+		s = sampler_env_sample(e, 1);
+	}
+	return s;
+}
+
+static void test_array_is_held_by_its_throttled_member(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	const struct device_state *md;
+
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = run_raid(&e, 25, true);
+	assert_true(get(s, "xvdf")->ceiling.is_throttled);
+	assert_float_equal(get(s, "xvdf")->ceiling.iops_ceiling_estimate, 500, 1);
+	assert_false(get(s, "xvdg")->ceiling.is_throttled);
+	md = get(s, "md0");
+	assert_true(md->ceiling.is_throttled);
+	/* bit 0: xvdf, the first of "xvdf,xvdg" */
+	assert_int_equal(md->ceiling.held_by_mask, 1);
+	/* its own plateau is not what flags it */
+	assert_true(md->ceiling.iops_ceiling_estimate == 0);
+	assert_int_equal(get(s, "xvdf")->ceiling.held_by_mask, 0);
+	sampler_snapshot_unref(s);
+
+	/* the cap goes away: xvdf wanders, and the hold ends with its plateau
+	 * (once its window has more than a quarter of outliers) and the
+	 * hold-over */
+	s = run_raid(&e, 20, false);
+	assert_false(get(s, "xvdf")->ceiling.is_throttled);
+	assert_int_equal(get(s, "md0")->ceiling.held_by_mask, 0);
+	assert_false(get(s, "md0")->ceiling.is_throttled);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
+/* With only the array kept, its members are still followed. */
+static void test_members_the_filter_drops_still_hold_the_array(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^md\n");
+	s = run_raid(&e, 25, true);
+	assert_names(s, "md0");
+	assert_true(get(s, "md0")->ceiling.is_throttled);
+	assert_int_equal(get(s, "md0")->ceiling.held_by_mask, 1);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
+/* Recorded by iopsd in a QEMU guest: md RAID0 (-c256) over a virtio and an
+ * NVMe volume each capped at 500 IOPS, fio randread 4k numjobs=16 on the
+ * array; per second IOPS, aqu-sz, %util of the virtio member, the NVMe
+ * member and the array. The members take turns at holding the queue. */
+static const double qemu_raid0_500x2[][9] = {
+	{0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0}, {307.8, 2.21, 42.0, 304.8, 5.28, 49.6, 627.6, 7.57, 50.0},
+	{499.4, 7.97, 98.5, 500.4, 7.51, 100.0, 1000.8, 15.35, 100.0}, {500.5, 14.03, 100.0, 470.5, 1.05, 38.4, 971.1, 14.95, 100.0},
+	{493.5, 14.61, 98.7, 451.2, 0.26, 27.9, 933.8, 14.84, 98.7}, {506.9, 11.73, 93.2, 535.4, 0.75, 47.6, 1052.5, 12.50, 97.3},
+	{476.7, 9.38, 93.3, 479.6, 2.05, 68.7, 943.4, 11.55, 97.7}, {514.3, 4.69, 82.5, 520.3, 9.08, 98.2, 1046.7, 14.12, 100.0},
+	{508.6, 0.39, 28.0, 500.6, 14.09, 97.7, 1011.2, 14.74, 99.3}, {498.3, 4.71, 78.3, 496.3, 9.78, 99.1, 987.6, 14.70, 99.9},
+	{502.1, 6.79, 96.0, 497.1, 4.58, 82.8, 996.2, 11.73, 99.2}, {500.1, 3.78, 77.5, 506.1, 10.69, 98.2, 1013.1, 14.60, 99.8},
+	{499.5, 10.64, 97.7, 474.5, 3.55, 72.5, 974.1, 14.32, 100.0}, {497.0, 11.31, 99.8, 525.7, 3.10, 69.3, 1014.8, 14.55, 99.8},
+	{434.8, 0.54, 30.7, 499.4, 12.74, 98.9, 940.3, 13.69, 98.5}, {529.7, 3.39, 70.2, 500.6, 11.65, 99.9, 1035.3, 15.25, 99.9},
+	{486.7, 0.43, 33.6, 499.7, 14.37, 99.9, 986.4, 15.13, 99.9}, {513.0, 9.80, 88.4, 493.0, 4.84, 62.8, 1004.0, 14.82, 100.0},
+	{500.5, 9.23, 91.0, 487.6, 2.04, 62.1, 990.0, 11.41, 95.3}, {497.8, 12.75, 100.0, 498.9, 2.38, 73.7, 995.7, 15.26, 100.0},
+	{501.2, 13.48, 100.0, 502.2, 1.90, 58.6, 999.5, 15.37, 100.0}, {449.6, 5.87, 73.7, 423.5, 2.55, 59.9, 866.6, 8.73, 85.6},
+	{430.6, 2.86, 73.5, 440.4, 2.77, 68.3, 866.6, 6.50, 97.0}, {500.0, 1.67, 62.1, 527.0, 8.93, 90.2, 1037.0, 10.63, 95.0},
+	{502.1, 9.79, 92.0, 484.1, 5.24, 57.2, 991.3, 15.26, 100.0}, {500.4, 15.15, 99.7, 479.4, 0.22, 23.2, 981.8, 15.54, 99.7},
+	{499.0, 14.63, 99.8, 495.0, 0.37, 34.6, 992.0, 15.18, 99.8}, {500.0, 14.36, 100.0, 490.0, 0.39, 34.5, 991.0, 14.96, 100.0},
+	{501.5, 14.14, 100.0, 478.4, 0.40, 36.4, 978.9, 14.77, 100.0}, {499.3, 14.72, 100.0, 512.4, 0.36, 28.0, 1012.7, 15.25, 100.0},
+	{500.3, 15.29, 99.9, 505.3, 0.16, 18.8, 1005.6, 15.62, 99.9}, {499.4, 14.94, 100.0, 505.4, 0.52, 37.2, 1004.8, 15.60, 100.0},
+	{500.5, 13.19, 97.7, 502.5, 2.40, 50.8, 1002.9, 15.79, 99.7}, {485.7, 5.93, 75.2, 499.7, 9.67, 93.9, 985.4, 15.83, 99.9},
+	{435.7, 0.12, 18.0, 500.6, 15.55, 100.0, 936.3, 15.63, 100.0}, {472.4, 0.13, 16.4, 499.4, 15.43, 100.0, 971.8, 15.51, 100.0},
+	{501.9, 0.17, 16.4, 499.9, 15.36, 100.0, 1001.9, 15.44, 100.0}, {517.3, 0.13, 16.8, 500.3, 15.51, 99.7, 1017.6, 15.63, 99.7},
+	{457.2, 0.23, 21.6, 500.3, 15.42, 100.0, 957.5, 15.60, 100.0}, {529.1, 1.22, 32.0, 500.1, 14.55, 100.0, 1027.1, 15.75, 100.0},
+	{499.7, 10.12, 99.9, 499.7, 5.49, 73.6, 1001.5, 15.47, 99.9}, {500.0, 5.33, 92.4, 500.0, 10.29, 100.0, 1000.1, 15.40, 100.0},
+	{500.0, 10.90, 100.0, 500.0, 4.65, 90.8, 1000.1, 15.31, 100.0}, {498.9, 8.82, 98.8, 499.9, 6.71, 93.6, 998.9, 15.22, 100.0},
+	{501.3, 10.70, 96.1, 487.3, 4.73, 75.6, 988.5, 15.25, 100.0}, {497.6, 8.98, 90.7, 512.5, 6.66, 72.3, 1010.1, 15.55, 100.0},
+	{223.1, 0.05, 5.6, 255.1, 7.91, 50.8, 462.1, 7.95, 50.8}, {0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0},
+};
+
+static void test_members_capped_alike_take_turns_at_holding_the_array(void **state)
+{
+	static struct raid_counters c[3];
+	struct sampler_env e;
+	unsigned n_held = 0, n_after = 0, n_member[2] = {0, 0};
+
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	for (size_t t = 0; t < ELEMENTSOF(qemu_raid0_500x2); t++) {
+		const double *x = qemu_raid0_500x2[t];
+		struct sampler_snapshot *s;
+		const struct device_state *md;
+
+		for (size_t k = 0; k < 3; k++) {
+			raid_tick(&c[k], x[3 * k], x[3 * k] > 0 ? x[3 * k + 1] / x[3 * k] * 1000 : 0,
+				  x[3 * k + 2] / 100, x[3 * k + 1]);
+		}
+		write_raid_diskstats(&e, c);
+		s = sampler_env_sample(&e, 1);
+		md = get(s, "md0");
+		/* never before a window of load */
+		if (t < 20) {
+			assert_false(md->ceiling.is_throttled);
+		} else if (t + 1 < ELEMENTSOF(qemu_raid0_500x2)) {
+			n_after++;
+			n_held += md->ceiling.is_throttled;
+			n_member[0] += md->ceiling.held_by_mask & 1;
+			n_member[1] += (md->ceiling.held_by_mask >> 1) & 1;
+		}
+		assert_true(md->ceiling.iops_ceiling_estimate == 0);
+		sampler_snapshot_unref(s);
+	}
+	/* held most of the time, by one member and then the other */
+	assert_true(n_held >= n_after * 2 / 3);
+	assert_true(n_member[0] >= 5);
+	assert_true(n_member[1] >= 5);
+	sampler_env_teardown(&e);
+}
+
 static void test_missing_diskstats_is_an_error(void **state)
 {
 	struct config *cfg = NULL;
@@ -512,6 +690,9 @@ int main(void)
 		cmocka_unit_test(test_loop_device_set_up_later_appears),
 		cmocka_unit_test(test_new_mount_is_noticed_at_the_next_refresh),
 		cmocka_unit_test(test_declared_limits_reach_the_device),
+		cmocka_unit_test(test_array_is_held_by_its_throttled_member),
+		cmocka_unit_test(test_members_the_filter_drops_still_hold_the_array),
+		cmocka_unit_test(test_members_capped_alike_take_turns_at_holding_the_array),
 		cmocka_unit_test(test_missing_diskstats_is_an_error),
 	};
 
