@@ -22,6 +22,7 @@
 #include "http.h"
 #include "log.h"
 #include "macro.h"
+#include "probe.h"
 #include "registry.h"
 #include "scheduler.h"
 #include "timeutil.h"
@@ -55,6 +56,30 @@ static void print_config_errors(const struct config_errors *errs)
 	}
 	if (errs->n_dropped > 0) {
 		log_error("... and %zu more errors", errs->n_dropped);
+	}
+}
+
+void daemon_check_engines(const struct config *cfg, char *buf, size_t len)
+{
+	char msg[_PROBE_ENGINE_MAX][256];
+	int k[_PROBE_ENGINE_MAX];
+
+	for (size_t e = 0; e < _PROBE_ENGINE_MAX; e++) {
+		k[e] = probe_engine_check((enum probe_engine)e, msg[e], sizeof(msg[e]));
+	}
+	if (k[PROBE_ENGINE_IO_URING] >= 0) {
+		snprintf(buf, len, "io_uring: available");
+	} else {
+		snprintf(buf, len, "io_uring: unavailable (%s)", msg[PROBE_ENGINE_IO_URING]);
+	}
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		const struct probe_config *pc = &cfg->probes[i];
+
+		if (k[pc->ioengine] < 0) {
+			log_warning(
+			    "[%s]: ioengine=%s is not available on this host: %s; its runs will fail.",
+			    pc->name, probe_engine_to_string(pc->ioengine), msg[pc->ioengine]);
+		}
 	}
 }
 
@@ -400,8 +425,11 @@ static int daemon_setup_sampling(struct daemon *d)
  * registry and the wake eventfd. */
 static int daemon_setup_probes(struct daemon *d)
 {
+	char engines[320];
 	int r;
 
+	daemon_check_engines(d->cfg, engines, sizeof(engines));
+	log_debug("Probe engines: %s", engines);
 	r = ceiling_gate_new(&d->ceiling_gate);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the ceiling gate: %m");

@@ -41,6 +41,12 @@ struct daemon {
  * cannot be read (-ENOENT, -EACCES, ...). */
 int daemon_load_config(const struct cli_args *args, struct config **ret);
 
+/* Whether this host runs each probe engine: a summary of io_uring's state
+ * into buf ("io_uring: available", or why not), and a warning logged for
+ * every probe whose engine the host refuses (its runs would fail; no probe
+ * changes engine). */
+void daemon_check_engines(const struct config *cfg, char *buf, size_t len);
+
 /* Build the daemon: modules in dependency order (event loop, registry,
  * sampler and history, ceiling gate and scheduler, HTTP last). Takes
  * ownership of cfg, also on failure. Logs and returns -errno; -EINVAL

@@ -51,10 +51,11 @@ int main(int argc, char **argv)
 		return load_failure_status(r);
 	}
 	if (args.check_config) {
-		char summary[512];
+		char summary[512], engines[320];
 
 		config_summary(cfg, summary, sizeof(summary));
-		printf("%s\n", summary);
+		daemon_check_engines(cfg, engines, sizeof(engines));
+		printf("%s; %s\n", summary, engines);
 		config_free(cfg);
 		return EXIT_SUCCESS;
 	}

@@ -35,7 +35,7 @@ struct engine {
 };
 
 /* Why io_uring_setup() failed, in words an operator can act on. */
-static void explain_setup_error(int k, char *msg, size_t len)
+static void explain_setup_error(int k, const char *prefix, char *msg, size_t len)
 {
 	char v[16] = "";
 	const char *why;
@@ -54,8 +54,7 @@ static void explain_setup_error(int k, char *msg, size_t len)
 	} else {
 		why = "";
 	}
-	snprintf(msg, len, "ioengine=io_uring is not available on this host: io_uring_setup() failed: %s%s",
-		 strerror(-k), why);
+	snprintf(msg, len, "%sio_uring_setup() failed: %s%s", prefix, strerror(-k), why);
 }
 
 /* A ring of `entries`, with the cheapest completion handling the kernel
@@ -87,7 +86,7 @@ int engine_uring_check(char *msg, size_t len)
 	int k = ring_init(&ring, 2);
 
 	if (k < 0) {
-		explain_setup_error(k, msg, len);
+		explain_setup_error(k, "", msg, len);
 		return k;
 	}
 	io_uring_queue_exit(&ring);
@@ -169,7 +168,7 @@ static int uring_setup(const struct engine_setup *s, char *msg, size_t msg_len, 
 	memcpy(e->fds, s->fds, s->n_fds * sizeof(*e->fds));
 	k = ring_init(&e->ring, s->depth + 2);
 	if (k < 0) {
-		explain_setup_error(k, msg, msg_len);
+		explain_setup_error(k, "ioengine=io_uring is not available on this host: ", msg, msg_len);
 		uring_free(e);
 		return k;
 	}

@@ -892,6 +892,8 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 			char e[96];
 
 			res->error = j->setup_error;
+			res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
+			    .errors[probe_error_reason_from_errno(j->setup_error)]++;
 			if (j->message[0] != '\0') {
 				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
 					    j->message);

@@ -364,6 +364,40 @@ class BlkioThrottle:
                 time.sleep(0.1)
 
 
+# Run argv[2:] with the system calls named in argv[1] failing with EPERM,
+# as a unit's SystemCallFilter=~... with SystemCallErrorNumber=EPERM does
+# (libseccomp comes with systemd; NO_NEW_PRIVS is set by seccomp_load)
+_SECCOMP_DENY = r"""
+import ctypes, errno, os, sys
+lib = ctypes.CDLL("libseccomp.so.2")
+lib.seccomp_init.restype = ctypes.c_void_p
+lib.seccomp_init.argtypes = [ctypes.c_uint32]
+lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+lib.seccomp_load.argtypes = [ctypes.c_void_p]
+ctx = lib.seccomp_init(0x7fff0000)  # SCMP_ACT_ALLOW
+for name in sys.argv[1].split(","):
+    nr = lib.seccomp_syscall_resolve_name(name.encode())
+    assert nr >= 0, f"unknown system call {name}"
+    assert lib.seccomp_rule_add(ctx, 0x00050000 | errno.EPERM, nr, 0) == 0, name  # SCMP_ACT_ERRNO
+assert lib.seccomp_load(ctx) == 0, "seccomp_load failed"
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def seccomp_deny(cmd, syscalls):
+    """`cmd` under a seccomp filter that fails `syscalls` with EPERM."""
+    return [sys.executable, "-c", _SECCOMP_DENY, ",".join(syscalls)] + list(cmd)
+
+
+def disk_read_bytes(dev):
+    """Bytes the block device `dev` has read (/sys/block/NAME/stat; not its
+    read count, in which the block layer's merges of adjacent requests
+    make two reads one)."""
+    with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
+        return int(f.read().split()[2]) * 512
+
+
 def proc_status(pid, field):
     """A numeric field of /proc/PID/status (VmRSS in kB, Threads...)."""
     with open(f"/proc/{pid}/status") as f:
