@@ -6,15 +6,30 @@ cd "$(dirname "$0")/.."
 
 ./contrib/install-deps.sh --tests
 
+log=$(mktemp "${TMPDIR:-/tmp}/iopsd-run.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+# quiet CMD...: run CMD with its output in the log; on failure print what
+# failed and all of its output, and return its status.
+quiet() {
+	local rc=0
+	"$@" >"$log" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "FAILED (exit $rc): $*" >&2
+		cat "$log" >&2
+	fi
+	return "$rc"
+}
+
 setup() { # DIR ARGS...
 	local dir=$1
 	shift
 	if [ -f "$dir/build.ninja" ]; then
-		meson configure "$dir" "$@" >/dev/null
+		quiet meson configure "$dir" "$@" || return
 	else
-		meson setup "$dir" "$@" >/dev/null
+		quiet meson setup "$dir" "$@" || return
 	fi
-	ninja -C "$dir" >/dev/null
+	quiet ninja -C "$dir"
 }
 
 echo "== build: normal (-Werror)"
@@ -52,8 +67,11 @@ check_skips build
 
 if [ -f tests/fuzz/meson.build ] && command -v clang >/dev/null; then
 	echo "== fuzz (clang, bounded runs from the committed corpus)"
-	if CC=clang setup build-fuzz -Dfuzz=true -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false 2>/dev/null; then
+	if CC=clang setup build-fuzz -Dfuzz=true -Dtests=enabled -Db_sanitize=address,undefined -Db_lundef=false; then
 		meson test -C build-fuzz --suite fuzz --print-errorlogs || status=1
+	else
+		echo "fuzz: the clang build failed (its output is above)" >&2
+		status=1
 	fi
 fi
 
