@@ -16,9 +16,8 @@
 #include "timeutil.h"
 
 struct gate_probe {
-	char *name;
+	struct probe_identity *id; /* a reference */
 	const struct probe_config *pc;
-	char device[DISKSTATS_NAME_MAX];  /* "" until resolved */
 	bool is_quiet;                    /* under the lock */
 	bool has_run;                     /* under the lock */
 	uint64_t last_start_usec;         /* under the lock, CLOCK_MONOTONIC */
@@ -53,8 +52,8 @@ int ceiling_gate_new(struct ceiling_gate **ret)
 
 static void free_probes(struct gate_probe *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(p[i].name);
+	for (size_t i = 0; p && i < n; i++) {
+		probe_identity_unref(p[i].id);
 	}
 	free(p);
 }
@@ -76,60 +75,62 @@ struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g)
 	return NULL;
 }
 
-int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg)
+int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, struct registry *registry)
 {
 	struct gate_probe *probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
+	int r = -ENOMEM;
 
-	if (!probes) {
-		goto fail;
-	}
-	for (size_t i = 0; i < cfg->n_probes; i++) {
+	for (size_t i = 0; probes && i < cfg->n_probes; i++) {
 		struct gate_probe *p = &probes[i];
 
 		p->pc = &cfg->probes[i];
-		p->name = strdup(p->pc->name);
-		if (!p->name) {
-			free_probes(probes, cfg->n_probes);
-			goto fail;
+		p->id = registry_probe_identity(registry, p->pc->name);
+		if (!p->id) {
+			r = -ENOENT;
+			free_probes(TAKE_PTR(probes), cfg->n_probes);
+			break;
 		}
 		/* a reload must not reset the budget of a ceiling probe */
 		for (size_t j = 0; j < g->n_probes; j++) {
-			if (strcmp(g->probes[j].name, p->name) == 0) {
+			if (strcmp(g->probes[j].id->name, p->id->name) == 0) {
 				p->has_run = g->probes[j].has_run;
 				p->last_start_usec = g->probes[j].last_start_usec;
 				p->seen_done_usec = g->probes[j].seen_done_usec;
 			}
 		}
 	}
+	if (probes) {
+		r = 0;
+	}
+	/* on failure the old table, which points into the old config, goes:
+	 * no ceiling probe runs until the next successful call */
 	pthread_mutex_lock(&g->lock);
 	free_probes(g->probes, g->n_probes);
 	g->probes = probes;
-	g->n_probes = cfg->n_probes;
+	g->n_probes = probes ? cfg->n_probes : 0;
 	pthread_mutex_unlock(&g->lock);
-	return 0;
-
-fail:
-	/* the old table points into the old config: drop it, no ceiling
-	 * probe runs until the next successful call */
-	pthread_mutex_lock(&g->lock);
-	free_probes(g->probes, g->n_probes);
-	g->probes = NULL;
-	g->n_probes = 0;
-	pthread_mutex_unlock(&g->lock);
-	return -ENOMEM;
+	return r;
 }
 
-/* The device a probe's target lives on, resolved against the sampler's
- * current topology (which may not know it yet). */
+/* The ceiling detector state of the device a probe's identity resolved to
+ * (NULL while unresolved, or on a filesystem without a device). */
 static struct ceiling_state *state_of(struct gate_probe *p, struct sampler *sampler)
 {
-	const char *target = p->pc->directory ? p->pc->directory : p->pc->filename;
-
-	if (p->device[0] == '\0' && (!target || sampler_device_for_target(sampler, target, p->device) < 0)) {
-		p->device[0] = '\0';
+	if (!probe_identity_is_resolved(p->id) || p->id->device[0] == '\0') {
 		return NULL;
 	}
-	return ceiling_set_find(sampler_ceilings(sampler), p->device);
+	return ceiling_set_find(sampler_ceilings(sampler), p->id->device);
+}
+
+/* The gate's entry of `id`, NULL when it has none. */
+static struct gate_probe *find_probe(struct ceiling_gate *g, const struct probe_identity *id)
+{
+	for (size_t i = 0; i < g->n_probes; i++) {
+		if (g->probes[i].id == id) {
+			return &g->probes[i];
+		}
+	}
+	return NULL;
 }
 
 void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry)
@@ -144,14 +145,13 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 		return;
 	}
 	/* only the main loop changes g->probes, and it is running this */
-	for (size_t i = 0; i < g->n_probes && i < snap->n_probes; i++) {
-		struct gate_probe *p = &g->probes[i];
+	for (size_t i = 0; i < snap->n_probes; i++) {
 		const struct probe_state *ps = &snap->probes[i];
+		struct gate_probe *p = find_probe(g, ps->id);
 		const struct probe_result *res = &ps->last;
 		struct ceiling_state *st;
 
-		if (!ps->has_last || ps->last_done_monotonic_usec == p->seen_done_usec ||
-		    strcmp(ps->name, p->name) != 0) {
+		if (!p || !ps->has_last || ps->last_done_monotonic_usec == p->seen_done_usec) {
 			continue;
 		}
 		p->seen_done_usec = ps->last_done_monotonic_usec;
@@ -165,8 +165,8 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 			double bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;
 
 			ceiling_state_measured(st, iops, bw);
-			log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->name, iops,
-				 bw / (1024.0 * 1024.0), p->device);
+			log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->id->name,
+				 iops, bw / (1024.0 * 1024.0), p->id->device);
 		}
 	}
 	snapshot_unref(snap);
@@ -190,7 +190,7 @@ void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
 	}
 }
 
-uint64_t ceiling_gate_check(void *userdata, size_t index, const struct probe_config *pc)
+uint64_t ceiling_gate_check(void *userdata, const struct probe_identity *id, const struct probe_config *pc)
 {
 	struct ceiling_gate *g = userdata;
 	uint64_t now = g->clock(g->clock_userdata), delay;
@@ -200,7 +200,7 @@ uint64_t ceiling_gate_check(void *userdata, size_t index, const struct probe_con
 		return 0;
 	}
 	pthread_mutex_lock(&g->lock);
-	p = index < g->n_probes ? &g->probes[index] : NULL;
+	p = find_probe(g, id);
 	if (!p) {
 		delay = CEILING_GATE_RETRY_USEC;
 	} else if (p->has_run && now < p->last_start_usec + CEILING_GATE_MIN_SPACING_USEC) {

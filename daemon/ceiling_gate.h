@@ -29,10 +29,12 @@ struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g);
 typedef uint64_t (*ceiling_gate_clock_fn)(void *userdata);
 void ceiling_gate_set_clock(struct ceiling_gate *g, ceiling_gate_clock_fn fn, void *userdata);
 
-/* The probes of `cfg` (index i = probe i). Call while the scheduler is
- * stopped; a probe that keeps its name keeps its last run time. On -ENOMEM
- * the gate knows no probe (no ceiling probe runs) until the next call. */
-int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg);
+/* The probes of `cfg`, each with the registry's identity of it (set with
+ * registry_set_probes(cfg) before). Call while the scheduler is stopped; a
+ * probe that keeps its name keeps its last run time. On failure (-ENOMEM,
+ * -ENOENT for a probe the registry does not know) the gate knows no probe
+ * (no ceiling probe runs) until the next call. */
+int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, struct registry *registry);
 
 /* Main loop, right before a device sample (g may be NULL: nothing to do): hand the runs completed since
  * the last call (read from the registry's current snapshot) to the ceiling
@@ -40,10 +42,10 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg);
  * I/O count as iopsd's own. */
 void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry);
 
-/* Main loop, right after a device sample: recompute which ceiling probes'
- * devices are quiet. */
+/* Main loop, right after a device sample and registry_resolve_probe_devices():
+ * recompute which ceiling probes' devices are quiet. */
 void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler);
 
 /* The scheduler_gate_fn (scheduler.h), called on probe threads: 0 to run
  * now, else how long to wait. Probes without ceiling=1 always pass. */
-uint64_t ceiling_gate_check(void *userdata, size_t index, const struct probe_config *pc);
+uint64_t ceiling_gate_check(void *userdata, const struct probe_identity *id, const struct probe_config *pc);

@@ -164,8 +164,8 @@ static void daemon_sample(struct daemon *d)
 	}
 	d->diskstats_parse_errors_seen = snap->parse_errors_total;
 	registry_set_samples(d->registry, snap);
-	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
 	registry_resolve_probe_devices(d->registry, d->sampler);
+	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
 		log_warning_errno(r, "Failed to record device history: %m, ignoring.");
@@ -275,8 +275,10 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
 		return;
 	}
+	/* new probes' devices, before their first runs */
+	registry_resolve_probe_devices(d->registry, d->sampler);
 	daemon_publish(d);
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
 	}
@@ -434,7 +436,7 @@ static int daemon_setup_probes(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the ceiling gate: %m");
 	}
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the ceiling probes: %m");
 	}

@@ -44,11 +44,47 @@ struct registry {
 	struct snapshot *current;
 };
 
+static void probe_identity_destroy(struct probe_identity *id)
+{
+	free(id->name);
+	free(id->target);
+	free(id);
+}
+
+DEFINE_REFCOUNT(struct probe_identity, probe_identity, probe_identity_destroy);
+
+static struct probe_identity *probe_identity_new(const char *name, const char *target)
+{
+	struct probe_identity *id = calloc(1, sizeof(*id));
+
+	if (!id) {
+		return NULL;
+	}
+	id->refcount = 1;
+	id->name = strdup(name);
+	id->target = strdup(target);
+	if (!id->name || !id->target) {
+		return probe_identity_unref(id);
+	}
+	return id;
+}
+
+bool probe_identity_is_resolved(const struct probe_identity *id)
+{
+	return __atomic_load_n(&id->is_resolved, __ATOMIC_ACQUIRE);
+}
+
 static void probe_state_done(struct probe_state *p)
 {
-	free(p->name);
-	free(p->target);
-	free(p->device);
+	probe_identity_unref(p->id);
+}
+
+static void probe_states_free(struct probe_state *probes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		probe_state_done(&probes[i]);
+	}
+	free(probes);
 }
 
 /* An immutable copy of probes[], shared by snapshots. */
@@ -71,14 +107,7 @@ DEFINE_PRIVATE_REFCOUNT(struct probe_block, probe_block, probe_block_destroy);
 static void snapshot_destroy(struct snapshot *s)
 {
 	sampler_snapshot_unref(s->samples);
-	if (s->probe_block) {
-		probe_block_unref(s->probe_block);
-	} else {
-		for (size_t i = 0; i < s->n_probes; i++) {
-			probe_state_done(&s->probes[i]);
-		}
-		free(s->probes);
-	}
+	probe_block_unref(s->probe_block);
 	free(s);
 }
 
@@ -114,10 +143,7 @@ struct registry *registry_free(struct registry *r)
 	snapshot_unref(r->current);
 	probe_block_unref(r->published);
 	sampler_snapshot_unref(r->samples);
-	for (size_t i = 0; i < r->n_probes; i++) {
-		probe_state_done(&r->probes[i]);
-	}
-	free(r->probes);
+	probe_states_free(r->probes, r->n_probes);
 	pthread_mutex_destroy(&r->current_lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -138,61 +164,61 @@ bool probe_state_does_op(const struct probe_state *p, enum probe_op op)
 	}
 }
 
-static int probe_state_copy(const struct probe_state *src, struct probe_state *dst)
+/* The state of `pc` in a new probe list: the counters of the probe of the
+ * same name in the current one, if any, and its identity when the target
+ * is the same too. Under r->lock. */
+static int probe_state_init(struct registry *r, const struct probe_config *pc, struct probe_state *p)
 {
-	*dst = *src;
-	dst->name = strdup(src->name);
-	dst->target = strdup(src->target);
-	dst->device = strdup(src->device);
-	if (!dst->name || !dst->target || !dst->device) {
-		probe_state_done(dst);
-		return -ENOMEM;
+	const char *target = pc->directory ? pc->directory : pc->filename;
+	struct probe_identity *id = NULL;
+
+	for (size_t j = 0; j < r->n_probes; j++) {
+		if (strcmp(r->probes[j].name, pc->name) == 0) {
+			*p = r->probes[j];
+			if (strcmp(p->target, target) == 0) {
+				id = probe_identity_ref(p->id);
+			} else {
+				p->device[0] = '\0';
+			}
+			break;
+		}
 	}
+	if (!id) {
+		id = probe_identity_new(pc->name, target);
+		if (!id) {
+			p->id = NULL; /* the copied one is not ours */
+			return -ENOMEM;
+		}
+	}
+	p->id = id;
+	p->name = id->name;
+	p->target = id->target;
+	p->rw = pc->rw;
+	p->interval_usec = pc->interval_usec;
+	p->runtime_usec = pc->runtime_usec;
+	p->has_fsync = probe_rw_writes(pc->rw) && (pc->fsync > 0 || pc->end_fsync);
 	return 0;
 }
 
 int registry_set_probes(struct registry *r, const struct config *cfg)
 {
 	struct probe_state *probes;
+	int k = 0;
 
 	probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
 	if (!probes) {
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < cfg->n_probes; i++) {
-		const struct probe_config *pc = &cfg->probes[i];
-		struct probe_state *p = &probes[i];
-
-		pthread_mutex_lock(&r->lock);
-		for (size_t j = 0; j < r->n_probes; j++) {
-			if (strcmp(r->probes[j].name, pc->name) == 0) {
-				/* keep counters of a probe that survives a reload */
-				*p = r->probes[j];
-				p->name = p->target = p->device = NULL;
-				break;
-			}
-		}
-		pthread_mutex_unlock(&r->lock);
-		p->name = strdup(pc->name);
-		p->target = strdup(pc->directory ? pc->directory : pc->filename);
-		p->device = strdup("");
-		p->rw = pc->rw;
-		p->interval_usec = pc->interval_usec;
-		p->runtime_usec = pc->runtime_usec;
-		p->has_fsync = probe_rw_writes(pc->rw) && (pc->fsync > 0 || pc->end_fsync);
-		if (!p->name || !p->target || !p->device) {
-			for (size_t k = 0; k <= i; k++) {
-				probe_state_done(&probes[k]);
-			}
-			free(probes);
-			return -ENOMEM;
-		}
-	}
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < r->n_probes; i++) {
-		probe_state_done(&r->probes[i]);
+	for (size_t i = 0; i < cfg->n_probes && k >= 0; i++) {
+		k = probe_state_init(r, &cfg->probes[i], &probes[i]);
 	}
-	free(r->probes);
+	if (k < 0) {
+		pthread_mutex_unlock(&r->lock);
+		probe_states_free(probes, cfg->n_probes);
+		return k;
+	}
+	probe_states_free(r->probes, r->n_probes);
 	r->probes = probes;
 	r->n_probes = cfg->n_probes;
 	r->probes_changed = true;
@@ -200,6 +226,20 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	r->history_usec = cfg->history_usec;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
+}
+
+struct probe_identity *registry_probe_identity(struct registry *r, const char *name)
+{
+	struct probe_identity *id = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_probes && !id; i++) {
+		if (strcmp(r->probes[i].name, name) == 0) {
+			id = probe_identity_ref(r->probes[i].id);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return id;
 }
 
 void registry_set_history(struct registry *r, struct history *h)
@@ -238,14 +278,24 @@ static void record_probe_history(struct registry *r, const char *name, const str
 	free(all);
 }
 
-void registry_probe_done(struct registry *r, size_t index, const struct probe_result *res)
+static struct probe_state *find_state_locked(struct registry *r, const struct probe_identity *id)
+{
+	for (size_t i = 0; i < r->n_probes; i++) {
+		if (r->probes[i].id == id) {
+			return &r->probes[i];
+		}
+	}
+	return NULL;
+}
+
+void registry_probe_done(struct registry *r, const struct probe_identity *id, const struct probe_result *res)
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
+	struct probe_state *p;
 
 	pthread_mutex_lock(&r->lock);
-	if (index < r->n_probes) {
-		struct probe_state *p = &r->probes[index];
-
+	p = find_state_locked(r, id);
+	if (p) {
 		p->runs_total++;
 		if (!res->success) {
 			p->failures_total++;
@@ -271,16 +321,17 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->n_probes; i++) {
 		struct probe_state *p = &r->probes[i];
-		char name[DISKSTATS_NAME_MAX];
-		char *copy;
+		struct probe_identity *id = p->id;
 
-		if (p->device[0] != '\0' || sampler_device_for_target(sampler, p->target, name) < 0) {
-			continue;
+		if (!probe_identity_is_resolved(id)) {
+			if (sampler_target_device(sampler, id->target, id->device, &id->disk) < 0) {
+				continue;
+			}
+			/* probe threads read device and disk once they see this */
+			__atomic_store_n(&id->is_resolved, true, __ATOMIC_RELEASE);
 		}
-		copy = strdup(name);
-		if (copy) {
-			free(p->device);
-			p->device = copy;
+		if (strcmp(p->device, id->device) != 0) {
+			memcpy(p->device, id->device, sizeof(p->device));
 			r->probes_changed = true;
 		}
 	}
@@ -356,10 +407,8 @@ static int publish_probes(struct registry *r)
 	}
 	b->refcount = 1;
 	for (size_t i = 0; i < r->n_probes; i++) {
-		if (probe_state_copy(&r->probes[i], &b->probes[i]) < 0) {
-			probe_block_unref(b);
-			return -ENOMEM;
-		}
+		b->probes[i] = r->probes[i];
+		probe_identity_ref(b->probes[i].id);
 		b->n++;
 	}
 	probe_block_unref(r->published);

@@ -18,12 +18,40 @@
 
 struct history;
 struct probe_block;
+struct sampler;
+
+/* One configured probe as every module refers to it: the registry makes one
+ * for each probe of a configuration (registry_set_probes() keeps it across
+ * a reload while the probe keeps its name and target); the snapshots, the
+ * scheduler and the ceiling gate hold references, never copies or indexes.
+ * name and target never change. The device is resolved once, from the
+ * sampler's topology alone, on the main thread
+ * (registry_resolve_probe_devices()); is_resolved publishes it. */
+struct probe_identity {
+	unsigned refcount; /* atomic */
+	char *name;
+	char *target;			 /* directory or filename */
+	bool is_resolved;		 /* atomic: device and disk are set */
+	char device[DISKSTATS_NAME_MAX]; /* the device the target lives on, "" when the
+					  * filesystem has none (tmpfs, overlayfs) */
+	dev_t disk;			 /* what the scheduler serialises runs on: the whole
+					  * disk of device, or the filesystem's number without
+					  * a device; 0 when unknown */
+};
+
+struct probe_identity *probe_identity_ref(struct probe_identity *id);
+struct probe_identity *probe_identity_unref(struct probe_identity *id);
+
+/* Whether `id` is resolved; after true, device and disk may be read from
+ * any thread. */
+bool probe_identity_is_resolved(const struct probe_identity *id);
 
 /* Cumulative state of one configured probe. */
 struct probe_state {
-	char *name;
-	char *target;                 /* directory or filename */
-	char *device;                 /* device name the target lives on, "" if unknown */
+	struct probe_identity *id; /* a reference */
+	const char *name;	   /* id's, for the renderers */
+	const char *target;
+	char device[DISKSTATS_NAME_MAX]; /* id's device when published, "" while unknown */
 	enum probe_rw rw;
 	uint64_t runs_total;
 	uint64_t failures_total;
@@ -52,11 +80,10 @@ struct snapshot {
 	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
 	uint64_t stale_after_usec;    /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
-	struct probe_state *probes;   /* copies: owned, or in probe_block */
+	struct probe_state *probes;	  /* in probe_block */
 	size_t n_probes;
 	/* the registry's copies of probes[], shared by the snapshots published
-	 * while no probe changed; NULL in a hand-built snapshot, whose
-	 * probes[] is its own */
+	 * while no probe changed */
 	struct probe_block *probe_block;
 	struct history *history;      /* borrowed, thread-safe; NULL without one */
 	struct process_stats process;
@@ -74,24 +101,28 @@ struct registry;
 int registry_new(struct registry **ret);
 struct registry *registry_free(struct registry *r);
 
-/* Replace the probe list (at start and on reload); cumulative counters of
- * probes that keep their name are kept. Also takes the sample interval and
- * history length from `cfg`. Not thread-safe with respect to
- * registry_probe_done(); the scheduler must be stopped around it. */
+/* Replace the probe list (at start and on reload); a probe that keeps its
+ * name keeps its cumulative counters, and its identity too when it also
+ * keeps its target. Also takes the sample interval and history length from
+ * `cfg`. Not thread-safe with respect to registry_probe_done(); the
+ * scheduler must be stopped around it. */
 int registry_set_probes(struct registry *r, const struct config *cfg);
 
-/* Record one completed run of probe `index`. Thread-safe (called from probe
- * threads). Does not publish; the caller wakes the main loop. */
-void registry_probe_done(struct registry *r, size_t index, const struct probe_result *res);
+/* The identity of the probe named `name` (a reference), NULL when the
+ * current probe list has none. */
+struct probe_identity *registry_probe_identity(struct registry *r, const char *name);
+
+/* Record one completed run of the probe `id`. Thread-safe (called from
+ * probe threads). Does not publish; the caller wakes the main loop. */
+void registry_probe_done(struct registry *r, const struct probe_identity *id, const struct probe_result *res);
 
 /* The history ring that /api/v1/history reads (not owned: it must outlive
  * every snapshot user, i.e. the HTTP server). Main thread. */
 void registry_set_history(struct registry *r, struct history *h);
 
-/* Fill in the device of each probe whose device is not known yet, from the
- * sampler's topology (sampler_device_for_target). Main thread, after a
+/* Resolve the device of each probe whose device is not known yet, from the
+ * sampler's topology (sampler_target_device()). Main thread, after a
  * sample. */
-struct sampler;
 void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler);
 
 /* Install the latest sampler snapshot (takes a reference). Main thread. */

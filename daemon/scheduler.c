@@ -25,8 +25,9 @@ struct disk_group {
 
 struct sched_probe {
 	struct scheduler *s;
-	size_t index;
+	size_t index; /* its place in the stagger of first runs */
 	const struct probe_config *pc;
+	struct probe_identity *id; /* a reference */
 	pthread_t thread;
 	bool has_thread;
 	struct probe_run *run;	 /* under s->lock: the run in progress */
@@ -145,16 +146,14 @@ static struct disk_group *group_of_locked(struct scheduler *s, dev_t disk)
 static struct disk_group *claim_disk(struct sched_probe *p, bool *ret_stopping)
 {
 	struct scheduler *s = p->s;
-	struct probe_target_device dev;
 	struct disk_group *g;
 
 	*ret_stopping = false;
-	/* stat() the target on this thread: a hung mount stalls only this probe */
-	if (p->pc->allow_overlap || probe_target_device(p->pc, s->sysfs, &dev) < 0) {
+	if (p->pc->allow_overlap || !probe_identity_is_resolved(p->id) || p->id->disk == 0) {
 		return NULL;
 	}
 	pthread_mutex_lock(&s->lock);
-	g = group_of_locked(s, dev.disk);
+	g = group_of_locked(s, p->id->disk);
 	while (g && g->is_busy && !s->is_stopping) {
 		pthread_cond_wait(&s->cond, &s->lock);
 	}
@@ -300,7 +299,7 @@ static void *probe_thread(void *userdata)
 
 		pthread_mutex_unlock(&s->lock);
 		if (s->gate) {
-			uint64_t delay = s->gate(s->gate_userdata, p->index, p->pc);
+			uint64_t delay = s->gate(s->gate_userdata, p->id, p->pc);
 
 			if (delay > 0) {
 				now = now_usec(CLOCK_MONOTONIC);
@@ -320,7 +319,7 @@ static void *probe_thread(void *userdata)
 			break;
 		}
 		if (run_once(p, res)) {
-			registry_probe_done(s->registry, p->index, res);
+			registry_probe_done(s->registry, p->id, res);
 			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
 				log_debug_errno(errno, "Failed to wake the main loop: %m");
 			}
@@ -395,6 +394,11 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 		p->s = s;
 		p->index = i;
 		p->pc = &cfg->probes[i];
+		p->id = registry_probe_identity(s->registry, p->pc->name);
+		if (!p->id) {
+			scheduler_stop(s);
+			return -ENOENT;
+		}
 		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {
@@ -429,6 +433,7 @@ void scheduler_stop(struct scheduler *s)
 			pthread_join(p->thread, NULL);
 		}
 		probe_run_free(p->stuck);
+		probe_identity_unref(p->id);
 	}
 	carry_save(s);
 	free(s->probes);

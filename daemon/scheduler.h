@@ -9,6 +9,7 @@
 
 #include "config.h"
 
+struct probe_identity;
 struct registry;
 struct scheduler;
 
@@ -16,9 +17,10 @@ struct scheduler;
  * many usec to wait before asking again (a ceiling probe waits for a quiet
  * device this way). A run that is still gated at its next interval is
  * skipped. Must be thread-safe. */
-typedef uint64_t (*scheduler_gate_fn)(void *userdata, size_t index, const struct probe_config *pc);
+typedef uint64_t (*scheduler_gate_fn)(void *userdata, const struct probe_identity *id,
+				      const struct probe_config *pc);
 
-/* After each run: registry_probe_done(registry, index, result), then 1 is
+/* After each run: registry_probe_done(registry, id, result), then 1 is
  * written to `wake_fd` (an eventfd) so that the main loop publishes.
  * `sysfs` is the sysfs mount point (kept, not copied). */
 int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret);
@@ -29,7 +31,10 @@ struct scheduler *scheduler_free(struct scheduler *s);
 void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdata);
 
 /* Start one thread per probe of `cfg` (which must stay alive until
- * scheduler_stop()). The probe with index i is index i of the registry. */
+ * scheduler_stop()), each with the registry's identity of its probe (set
+ * with registry_set_probes(cfg) before). Runs of probes whose identities
+ * resolved to one disk are serialised. -ENOENT when the registry does not
+ * know a probe of cfg. */
 int scheduler_start(struct scheduler *s, const struct config *cfg);
 
 /* Cancel running probes, stop and join every thread. Returns promptly: a

@@ -35,21 +35,8 @@ const char *device_list_next(const char *list, char *ret)
 
 static void sampler_snapshot_destroy(struct sampler_snapshot *s)
 {
-	if (s->topology) {
-		/* the topology owns every string of devices[].topo */
-		topology_unref(s->topology);
-	} else {
-		for (size_t i = 0; i < s->n_devices; i++) {
-			struct device_topology *t = &s->devices[i].topo;
-
-			free(t->members);
-			free(t->mountpoints);
-			free(t->model);
-			free(t->physical_members);
-			free(t->dm_name);
-			free(t->raid_level);
-		}
-	}
+	/* the topology owns every string of devices[].topo */
+	topology_unref(s->topology);
 	free(s->devices);
 	free(s->ebs);
 	free(s);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <sys/types.h>
+
 #include "config.h"
 #include "diskstats.h"
 
@@ -28,11 +30,9 @@ const char *device_kind_to_string(enum device_kind k);
  * the rest of the list, or NULL when `list` is NULL or empty. */
 const char *device_list_next(const char *list, char *ret);
 
-/* Strings are never NULL in a sampler snapshot ("" when unknown). In a
- * snapshot taken by the sampler they point into the snapshot's shared
- * topology (sampler_snapshot.topology); in a snapshot built by hand (tests)
- * with topology == NULL, each device owns its strings and
- * sampler_snapshot_unref() frees them. */
+/* Strings are never NULL in a sampler snapshot ("" when unknown): they
+ * point into the snapshot's shared topology (sampler_snapshot.topology),
+ * which owns them. */
 struct device_topology {
 	enum device_kind kind;
 	char parent[DISKSTATS_NAME_MAX];   /* whole disk of a partition, "" otherwise */
@@ -145,9 +145,13 @@ int sampler_set_config(struct sampler *s, const struct config *cfg);
 int sampler_sample(struct sampler *s, struct sampler_snapshot **ret);
 
 /* The device that holds a probe target (a directory: its mount's device; a
- * raw device path: that device), from the current topology; copied into
- * ret_name (DISKSTATS_NAME_MAX bytes). -ENODEV when unknown. */
-int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name);
+ * raw device path: that device), from the current topology alone: its name
+ * into ret_name (DISKSTATS_NAME_MAX bytes) and, in *ret_disk, the device
+ * number of its whole disk (the disk of a partition, the device itself
+ * otherwise), which the scheduler serialises runs on. A target on a
+ * filesystem without a block device (tmpfs, overlayfs) gets "" and the
+ * filesystem's number. -ENODEV when the topology does not know it (yet). */
+int sampler_target_device(struct sampler *s, const char *target, char *ret_name, dev_t *ret_disk);
 
 /* The ceiling detector state of every kept device (probes/ceiling.h), for
  * the ceiling probe: is a device quiet, and its measured ceiling. Owned by

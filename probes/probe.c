@@ -261,7 +261,7 @@ static void run_destroy(struct run *r)
 
 DEFINE_PRIVATE_REFCOUNT(struct run, run, run_destroy);
 
-/* Block size and device of the target ----------------------------------- */
+/* Block size of the target's device -------------------------------------- */
 
 static int sysfs_dev_attr(const char *sysfs, dev_t dev, const char *attr, char *buf, size_t len)
 {
@@ -285,63 +285,6 @@ unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
 		return v;
 	}
 	return 512;
-}
-
-static void sysfs_dev_name(const char *sysfs, dev_t dev, char *buf, size_t len)
-{
-	char path[PATH_MAX], link[PATH_MAX];
-	const char *slash;
-	ssize_t n;
-
-	buf[0] = '\0';
-	if (major(dev) == 0) {
-		return;
-	}
-	snprintf(path, sizeof(path), "%s/dev/block/%u:%u", sysfs, major(dev), minor(dev));
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0) {
-		return;
-	}
-	link[n] = '\0';
-	slash = strrchr(link, '/');
-	slash = slash ? slash + 1 : link;
-	n = (ssize_t)strlen(slash);
-	if ((size_t)n >= len) {
-		n = (ssize_t)len - 1;
-	}
-	memcpy(buf, slash, (size_t)n);
-	buf[n] = '\0';
-}
-
-void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *ret)
-{
-	struct probe_target_device t = {.dev = dev, .disk = dev};
-	char buf[64];
-	unsigned maj, min;
-
-	sysfs_dev_name(sysfs, t.dev, t.name, sizeof(t.name));
-	if (sysfs_dev_attr(sysfs, t.dev, "partition", buf, sizeof(buf)) >= 0 &&
-	    sysfs_dev_attr(sysfs, t.dev, "../dev", buf, sizeof(buf)) >= 0 &&
-	    sscanf(buf, "%u:%u", &maj, &min) == 2) {
-		t.disk = makedev(maj, min);
-	}
-	sysfs_dev_name(sysfs, t.disk, t.disk_name, sizeof(t.disk_name));
-	*ret = t;
-}
-
-int probe_target_device(const struct probe_config *pc, const char *sysfs, struct probe_target_device *ret)
-{
-	const char *path = pc->filename ? pc->filename : pc->directory;
-	struct stat st;
-
-	if (!path) {
-		return -EINVAL;
-	}
-	if (stat(path, &st) < 0) {
-		return -errno;
-	}
-	probe_device_of(sysfs ? sysfs : "/sys", S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev, ret);
-	return 0;
 }
 
 /* Jobs -------------------------------------------------------------------- */

@@ -107,22 +107,11 @@ bool probe_run_has_threads(struct probe_run *run);
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);
 
-/* The block device a target lives on, for grouping probes that share a disk
- * and for labels. `disk` is the whole disk of a partition (== dev
- * otherwise); names are "" when sysfs does not know the device (tmpfs,
- * btrfs, overlayfs). Does a stat() of the target. */
-struct probe_target_device {
-	dev_t dev;
-	dev_t disk;
-	char name[64];
-	char disk_name[64];
-};
-int probe_target_device(const struct probe_config *pc, const char *sysfs, struct probe_target_device *ret);
-/* The same for a device number, from sysfs alone. */
-void probe_device_of(const char *sysfs, dev_t dev, struct probe_target_device *ret);
-/* The logical block size of the device `dev`: its own queue's, or the whole
- * disk's for a partition (which has no queue); 512 when sysfs does not know
- * the device (tmpfs, btrfs, overlayfs have anonymous devices). */
+/* The logical block size of the device `dev` that a run opened its target
+ * on (O_DIRECT alignment): its own queue's, or the whole disk's for a
+ * partition (which has no queue); 512 when sysfs does not know the device
+ * (tmpfs, btrfs, overlayfs have anonymous devices). Which device a probe is
+ * on is the topology's question (registry.h: struct probe_identity). */
 unsigned probe_logical_block_size(const char *sysfs, dev_t dev);
 
 /* Pure pieces of the engine, exported for unit tests. ------------------- */

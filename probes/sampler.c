@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/sysmacros.h>
+
 #include "ceiling.h"
 #include "ebs_nvme.h"
 #include "fileio.h"
@@ -743,13 +745,36 @@ struct ceiling_set *sampler_ceilings(struct sampler *s)
 	return s->ceilings;
 }
 
-int sampler_device_for_target(struct sampler *s, const char *target, char *ret_name)
+/* The mount a path is on, resolving symlinks when the path exists here. */
+static const struct mountinfo_entry *mount_for_target(const struct topology *t, const char *target)
+{
+	char resolved[PATH_MAX];
+
+	if (!target || !t) {
+		return NULL;
+	}
+	return topology_mount_for_path(t, realpath(target, resolved) ? resolved : target);
+}
+
+int sampler_target_device(struct sampler *s, const char *target, char *ret_name, dev_t *ret_disk)
 {
 	const struct topology_device *d = device_for_target(s->topo, target);
+	const struct mountinfo_entry *m;
 
-	if (!d) {
+	if (d) {
+		const struct topology_device *disk = d->parent != SIZE_MAX ? &s->topo->devices[d->parent] : d;
+
+		memcpy(ret_name, d->name, DISKSTATS_NAME_MAX);
+		*ret_disk = makedev(disk->major, disk->minor);
+		return 0;
+	}
+	/* a filesystem that no block device will ever hold (anonymous major
+	 * 0: tmpfs, overlayfs): its runs are serialised on the filesystem */
+	m = mount_for_target(s->topo, target);
+	if (!m || m->major != 0) {
 		return -ENODEV;
 	}
-	memcpy(ret_name, d->name, DISKSTATS_NAME_MAX);
+	ret_name[0] = '\0';
+	*ret_disk = makedev(m->major, m->minor);
 	return 0;
 }

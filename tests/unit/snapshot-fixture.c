@@ -13,29 +13,23 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "iopsd-build.h"
 #include "macro.h"
 
 #define T0_USEC 1700000000250000ULL /* when the sample was taken */
 
-static char *xstrdup(const char *s)
-{
-	char *c = strdup(s);
-
-	assert_non_null(c);
-	return c;
-}
-
-static void topo(struct device_state *d, enum device_kind kind, const char *members, const char *mounts,
-		 const char *model)
+/* The strings are the fixture's (string literals): a sampler snapshot
+ * without a topology owns none. */
+static void topo(struct device_state *d, enum device_kind kind, char *members, char *mounts, char *model)
 {
 	d->topo.kind = kind;
-	d->topo.members = xstrdup(members);
-	d->topo.mountpoints = xstrdup(mounts);
-	d->topo.model = xstrdup(model);
-	d->topo.physical_members = xstrdup("");
-	d->topo.dm_name = xstrdup("");
-	d->topo.raid_level = xstrdup(kind == DEVICE_KIND_MD ? "raid0" : "");
+	d->topo.members = members;
+	d->topo.mountpoints = mounts;
+	d->topo.model = model;
+	d->topo.physical_members = "";
+	d->topo.dm_name = "";
+	d->topo.raid_level = kind == DEVICE_KIND_MD ? "raid0" : "";
 }
 
 static void rates(struct device_rates *r, double riops, double wiops, double util, double qd)
@@ -69,7 +63,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	ss->realtime_usec = T0_USEC;
 	ss->monotonic_usec = 5000000000ULL;
 	ss->parse_errors_total = 2;
-	ss->pressure = (struct pressure_io){.available = true, .some_total_usec = 12500000, .full_total_usec = 3250000};
+	ss->pressure =
+	    (struct pressure_io){.available = true, .some_total_usec = 12500000, .full_total_usec = 3250000};
 	ss->n_devices = 3;
 	ss->devices = calloc(3, sizeof(*ss->devices));
 	assert_non_null(ss->devices);
@@ -77,32 +72,60 @@ static struct sampler_snapshot *fixture_samples(void)
 	/* a cloud volume at its declared limit */
 	d = &ss->devices[0];
 	d->raw = (struct diskstats_raw){
-		.major = 259, .minor = 1, .name = "nvme1n1", .n_fields = 20,
-		.reads = 1234567, .reads_merged = 89, .read_sectors = 98765432, .read_ms = 456789,
-		.writes = 7654321, .writes_merged = 4321, .write_sectors = 123456789, .write_ms = 987654,
-		.in_flight = 3, .io_ms = 3600123, .weighted_ms = 4500321,
-		.discards = 10, .discards_merged = 1, .discard_sectors = 2048, .discard_ms = 5,
-		.flushes = 777, .flush_ms = 99,
+	    .major = 259,
+	    .minor = 1,
+	    .name = "nvme1n1",
+	    .n_fields = 20,
+	    .reads = 1234567,
+	    .reads_merged = 89,
+	    .read_sectors = 98765432,
+	    .read_ms = 456789,
+	    .writes = 7654321,
+	    .writes_merged = 4321,
+	    .write_sectors = 123456789,
+	    .write_ms = 987654,
+	    .in_flight = 3,
+	    .io_ms = 3600123,
+	    .weighted_ms = 4500321,
+	    .discards = 10,
+	    .discards_merged = 1,
+	    .discard_sectors = 2048,
+	    .discard_ms = 5,
+	    .flushes = 777,
+	    .flush_ms = 99,
 	};
 	rates(&d->rates, 2950.5, 49.5, 1.0, 31.75);
 	topo(d, DEVICE_KIND_DISK, "", "/data", "Amazon Elastic Block Store");
 	d->topo.size_bytes = 107374182400ULL;
 	d->topo.logical_block_size = 512;
 	d->ceiling = (struct device_ceiling){
-		.iops_limit = 3000, .throughput_limit = 131072000,
-		.iops_limit_ratio = 1.0, .throughput_limit_ratio = 0.0977,
-		.at_ceiling_iops_seconds = 842, .at_ceiling_throughput_seconds = 0, .is_at_limit = true,
-		.has_burst_model = true, .burst_balance_ratio = 0.25,
-		.is_throttled = true, .is_saturated = false,
-		.iops_ceiling_estimate = 3000, .throughput_ceiling_estimate = 0,
+	    .iops_limit = 3000,
+	    .throughput_limit = 131072000,
+	    .iops_limit_ratio = 1.0,
+	    .throughput_limit_ratio = 0.0977,
+	    .at_ceiling_iops_seconds = 842,
+	    .at_ceiling_throughput_seconds = 0,
+	    .is_at_limit = true,
+	    .has_burst_model = true,
+	    .burst_balance_ratio = 0.25,
+	    .is_throttled = true,
+	    .is_saturated = false,
+	    .iops_ceiling_estimate = 3000,
+	    .throughput_ceiling_estimate = 0,
 	};
 
 	/* a partition seen for the first time, with a mount point that needs
 	 * every kind of escaping (quote, backslash, newline, not UTF-8) */
 	d = &ss->devices[1];
 	d->raw = (struct diskstats_raw){
-		.major = 259, .minor = 2, .name = "nvme1n1p1", .n_fields = 18,
-		.reads = 100, .read_sectors = 800, .writes = 5, .write_sectors = 40,
+	    .major = 259,
+	    .minor = 2,
+	    .name = "nvme1n1p1",
+	    .n_fields = 18,
+	    .reads = 100,
+	    .read_sectors = 800,
+	    .writes = 5,
+	    .write_sectors = 40,
 	};
 	topo(d, DEVICE_KIND_PARTITION, "", "/mnt/we\"ird\\path\nx\xff", "");
 	snprintf(d->topo.parent, sizeof(d->topo.parent), "nvme1n1");
@@ -112,8 +135,14 @@ static struct sampler_snapshot *fixture_samples(void)
 	/* an md RAID0 over two volumes, saturated, no limit declared */
 	d = &ss->devices[2];
 	d->raw = (struct diskstats_raw){
-		.major = 9, .minor = 0, .name = "md0", .n_fields = 14,
-		.reads = 5000, .read_sectors = 40000, .writes = 6000, .write_sectors = 96000,
+	    .major = 9,
+	    .minor = 0,
+	    .name = "md0",
+	    .n_fields = 14,
+	    .reads = 5000,
+	    .read_sectors = 40000,
+	    .writes = 6000,
+	    .write_sectors = 96000,
 	};
 	rates(&d->rates, 1500, 500, 0, 0);
 	d->has_member_rates = true;
@@ -137,25 +166,52 @@ static void latency(struct histogram *h, unsigned n, uint64_t base_ns)
 	histogram_record(h, 25 * NSEC_PER_MSEC);
 }
 
+/* Two probes, as a configuration gives them to the registry. */
+static const char probes_conf[] =
+    "[global]\n"
+    "[randread4k]\nrw=randread\ndirectory=/data\ninterval=10s\nruntime=1s\n"
+    "[mixed]\nrw=randrw\ndirectory=/srv/db\nfsync=1\ninterval=60s\nruntime=5s\n";
+
+/* What the registry publishes for probes_conf (and `samples`, taken over). */
+static struct snapshot *published(struct sampler_snapshot *samples)
+{
+	struct config_errors errs = {0};
+	struct config *cfg = NULL;
+	struct registry *r = NULL;
+	struct snapshot *s;
+
+	if (config_load_string("fixture.conf", probes_conf, &errs, &cfg) < 0) {
+		fail_msg("fixture.conf: %s", errs.n ? errs.items[0].message : "?");
+	}
+	assert_int_equal(registry_new(&r), 0);
+	assert_int_equal(registry_set_probes(r, cfg), 0);
+	registry_set_samples(r, samples);
+	sampler_snapshot_unref(samples);
+	assert_int_equal(registry_publish(r), 0);
+	s = registry_acquire(r);
+	assert_non_null(s);
+	registry_free(r);
+	config_free(cfg);
+	assert_int_equal(s->n_probes, 2);
+	return s;
+}
+
+/* The probes' state: the first on a device with six runs behind it (the
+ * last one a success), the second not run yet. The fixture owns the only
+ * reference to the snapshot, so it may still fill it in. */
 static void probes(struct snapshot *s, bool with_last)
 {
-	struct probe_state *p;
+	struct probe_state *p = &s->probes[0];
 
-	s->n_probes = 2;
-	s->probes = calloc(2, sizeof(*s->probes));
-	assert_non_null(s->probes);
-
-	p = &s->probes[0];
-	p->name = xstrdup("randread4k");
-	p->target = xstrdup("/data");
-	p->device = xstrdup("nvme1n1");
-	p->rw = PROBE_RW_RANDREAD;
-	p->interval_usec = 10 * USEC_PER_SEC;
-	p->runtime_usec = USEC_PER_SEC;
-	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		histogram_init(&p->total[op].lat);
-		histogram_init(&p->last.op[op].lat);
+	assert_string_equal(p->name, "randread4k");
+	assert_string_equal(p->target, "/data");
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
+			histogram_init(&s->probes[i].total[op].lat);
+			histogram_init(&s->probes[i].last.op[op].lat);
+		}
 	}
+	snprintf(p->device, sizeof(p->device), "nvme1n1");
 	if (with_last) {
 		p->runs_total = 6;
 		p->failures_total = 1;
@@ -175,27 +231,20 @@ static void probes(struct snapshot *s, bool with_last)
 		p->last_run_realtime_usec = p->last.start_realtime_usec;
 		p->last_done_monotonic_usec = 4999000000ULL;
 	}
-
 	p = &s->probes[1];
-	p->name = xstrdup("mixed");
-	p->target = xstrdup("/srv/db");
-	p->device = xstrdup("");
-	p->rw = PROBE_RW_RANDRW;
-	p->has_fsync = true;
-	p->interval_usec = 60 * USEC_PER_SEC;
-	p->runtime_usec = 5 * USEC_PER_SEC;
-	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
-		histogram_init(&p->total[op].lat);
-		histogram_init(&p->last.op[op].lat);
-	}
+	assert_string_equal(p->name, "mixed");
+	assert_string_equal(p->target, "/srv/db");
+	assert_int_equal(p->rw, PROBE_RW_RANDRW);
+	assert_true(p->has_fsync);
+	assert_int_equal(p->interval_usec, 60 * USEC_PER_SEC);
+	assert_int_equal(p->runtime_usec, 5 * USEC_PER_SEC);
 }
 
 struct snapshot *fixture_snapshot_new(bool with_devices)
 {
-	struct snapshot *s = calloc(1, sizeof(*s));
+	struct snapshot *s = published(with_devices ? fixture_samples() : NULL);
 
-	assert_non_null(s);
-	s->refcount = 1;
+	/* fixed where the registry put the clocks, the host and /proc/self */
 	s->generation = 42;
 	s->realtime_usec = T0_USEC + 250000;
 	s->monotonic_usec = 5000250000ULL;
@@ -205,19 +254,19 @@ struct snapshot *fixture_snapshot_new(bool with_devices)
 	s->history_usec = 3600 * USEC_PER_SEC;
 	s->stale_after_usec = 5 * USEC_PER_SEC;
 	snprintf(s->hostname, sizeof(s->hostname), "db-7");
-	s->samples = with_devices ? fixture_samples() : NULL;
 	probes(s, with_devices);
 	s->process = (struct process_stats){
-		.available = true,
-		.cpu_seconds = 1.25,
-		.resident_memory_bytes = 12582912,
-		.virtual_memory_bytes = 314572800,
-		.open_fds = 9,
-		.max_fds = 1024,
-		.start_time_seconds = 1699990000.5,
+	    .available = true,
+	    .cpu_seconds = 1.25,
+	    .resident_memory_bytes = 12582912,
+	    .virtual_memory_bytes = 314572800,
+	    .open_fds = 9,
+	    .max_fds = 1024,
+	    .start_time_seconds = 1699990000.5,
 	};
 	s->last_render_seconds = 0.00125;
 	s->is_healthy = true;
+	s->health_reason[0] = '\0';
 	return s;
 }
 

@@ -32,6 +32,7 @@ struct env {
 	struct sampler *sampler;
 	struct registry *registry;
 	struct ceiling_gate *gate;
+	struct probe_identity *plain, *ceil; /* the registry's identities of the two probes */
 	struct device_ceiling last; /* loop5's ceiling in the last sample */
 };
 
@@ -98,6 +99,7 @@ static void tick(struct env *e, uint64_t ios)
 	ceiling_gate_collect(e->gate, e->sampler, e->registry);
 	assert_int_equal(sampler_sample(e->sampler, &snap), 0);
 	registry_set_samples(e->registry, snap);
+	registry_resolve_probe_devices(e->registry, e->sampler);
 	ceiling_gate_refresh(e->gate, e->sampler);
 	d = sampler_snapshot_find(snap, "loop5");
 	assert_non_null(d);
@@ -105,7 +107,7 @@ static void tick(struct env *e, uint64_t ios)
 	sampler_snapshot_unref(snap);
 }
 
-static void probe_done(struct env *e, size_t index, uint64_t ops, double iops)
+static void probe_done(struct env *e, const struct probe_identity *id, uint64_t ops, double iops)
 {
 	struct probe_result *res = calloc(1, sizeof(*res));
 
@@ -117,7 +119,7 @@ static void probe_done(struct env *e, size_t index, uint64_t ops, double iops)
 	res->op[PROBE_OP_READ].bytes = ops * 4096;
 	res->op[PROBE_OP_READ].iops = iops;
 	res->op[PROBE_OP_READ].bw_bytes = iops * 4096;
-	registry_probe_done(e->registry, index, res);
+	registry_probe_done(e->registry, id, res);
 	assert_int_equal(registry_publish(e->registry), 0);
 	free(res);
 }
@@ -144,9 +146,13 @@ static int env_setup(void **state)
 	assert_int_equal(registry_publish(e->registry), 0);
 	assert_int_equal(sampler_new(e->procfs, e->sysfs, e->cfg, &e->sampler), 0);
 	sampler_set_clock(e->sampler, fake_sampler_clock, e);
+	e->plain = registry_probe_identity(e->registry, "plain");
+	e->ceil = registry_probe_identity(e->registry, "ceil");
+	assert_non_null(e->plain);
+	assert_non_null(e->ceil);
 	assert_int_equal(ceiling_gate_new(&e->gate), 0);
 	ceiling_gate_set_clock(e->gate, fake_gate_clock, e);
-	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg), 0);
+	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->registry), 0);
 	*state = e;
 	return 0;
 }
@@ -157,6 +163,8 @@ static int env_teardown(void **state)
 	char path[PATH_MAX];
 
 	ceiling_gate_free(e->gate);
+	probe_identity_unref(e->plain);
+	probe_identity_unref(e->ceil);
 	sampler_free(e->sampler);
 	registry_free(e->registry);
 	config_free(e->cfg);
@@ -179,21 +187,21 @@ static void test_ceiling_probe_waits_for_a_quiet_device(void **state)
 	const struct probe_config *plain = &e->cfg->probes[0], *ceil = &e->cfg->probes[1];
 
 	/* other probes are never held */
-	assert_int_equal(ceiling_gate_check(e->gate, 0, plain), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->plain, plain), 0);
 	/* nothing known yet: wait */
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), CEILING_GATE_RETRY_USEC);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), CEILING_GATE_RETRY_USEC);
 	for (unsigned i = 0; i < 10; i++) {
 		tick(e, 800);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), CEILING_GATE_RETRY_USEC);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), CEILING_GATE_RETRY_USEC);
 	/* quiet, but not for long enough yet */
 	for (unsigned i = 0; i < 4; i++) {
 		tick(e, 0);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), CEILING_GATE_RETRY_USEC);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), CEILING_GATE_RETRY_USEC);
 	tick(e, 2);
-	assert_int_equal(ceiling_gate_check(e->gate, 0, plain), 0);
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->plain, plain), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
 }
 
 static void test_own_probe_io_does_not_count_against_quiet(void **state)
@@ -204,10 +212,10 @@ static void test_own_probe_io_does_not_count_against_quiet(void **state)
 	tick(e, 0);
 	/* the plain probe runs: 50 reads in the next second, all iopsd's */
 	for (unsigned i = 0; i < 5; i++) {
-		probe_done(e, 0, 50, 50);
+		probe_done(e, e->plain, 50, 50);
 		tick(e, 50);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
 }
 
 static void test_someone_else_io_keeps_it_waiting(void **state)
@@ -217,10 +225,10 @@ static void test_someone_else_io_keeps_it_waiting(void **state)
 
 	tick(e, 0);
 	for (unsigned i = 0; i < 5; i++) {
-		probe_done(e, 0, 50, 50);
+		probe_done(e, e->plain, 50, 50);
 		tick(e, 50 + 100);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), CEILING_GATE_RETRY_USEC);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), CEILING_GATE_RETRY_USEC);
 }
 
 static void test_at_most_one_run_per_spacing_and_result_becomes_the_estimate(void **state)
@@ -232,12 +240,12 @@ static void test_at_most_one_run_per_spacing_and_result_becomes_the_estimate(voi
 	for (unsigned i = 0; i < 6; i++) {
 		tick(e, 0);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
 	/* the burst: 5 s at 606 IOPS, then its result */
 	for (unsigned i = 0; i < 5; i++) {
 		tick(e, 606);
 	}
-	probe_done(e, 1, 5 * 606, 606.5);
+	probe_done(e, e->ceil, 5 * 606, 606.5);
 	tick(e, 0);
 	assert_true(e->last.iops_ceiling_estimate > 606.4 && e->last.iops_ceiling_estimate < 606.6);
 	assert_true(e->last.throughput_ceiling_estimate > 606.4 * 4096);
@@ -247,13 +255,13 @@ static void test_at_most_one_run_per_spacing_and_result_becomes_the_estimate(voi
 	for (unsigned i = 0; i < 10; i++) {
 		tick(e, 0);
 	}
-	delay = ceiling_gate_check(e->gate, 1, ceil);
+	delay = ceiling_gate_check(e->gate, e->ceil, ceil);
 	assert_int_equal(delay, CEILING_GATE_MIN_SPACING_USEC - 16 * 1000000ULL);
 	e->now_usec += delay;
 	for (unsigned i = 0; i < 6; i++) {
 		tick(e, 0);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
 	/* and the estimate outlives all that idleness */
 	assert_true(e->last.iops_ceiling_estimate > 606.4);
 }
@@ -266,12 +274,20 @@ static void test_reload_keeps_the_budget(void **state)
 	for (unsigned i = 0; i < 6; i++) {
 		tick(e, 0);
 	}
-	assert_int_equal(ceiling_gate_check(e->gate, 1, ceil), 0);
-	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg), 0);
+	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
+	/* a reload keeps the identity of a probe that keeps name and target */
+	assert_int_equal(registry_set_probes(e->registry, e->cfg), 0);
+	{
+		struct probe_identity *id = registry_probe_identity(e->registry, "ceil");
+
+		assert_ptr_equal(id, e->ceil);
+		probe_identity_unref(id);
+	}
+	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->registry), 0);
 	for (unsigned i = 0; i < 6; i++) {
 		tick(e, 0);
 	}
-	assert_true(ceiling_gate_check(e->gate, 1, ceil) > CEILING_GATE_RETRY_USEC);
+	assert_true(ceiling_gate_check(e->gate, e->ceil, ceil) > CEILING_GATE_RETRY_USEC);
 }
 
 int main(void)

@@ -137,6 +137,7 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	struct registry *r = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
 	struct snapshot *a, *b, *c;
+	struct probe_identity *id;
 
 	assert_non_null(res);
 	assert_int_equal(config_load_string("c.conf", conf, &errs, &cfg), 0);
@@ -156,7 +157,11 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	assert_ptr_equal(a->probes, b->probes);
 	assert_int_equal(b->probes[0].runs_total, 0);
 	/* a completed run: new copies, the older snapshots keep theirs */
-	registry_probe_done(r, 0, res);
+	id = registry_probe_identity(r, "seq");
+	assert_non_null(id);
+	assert_ptr_equal(id, a->probes[0].id);
+	registry_probe_done(r, id, res);
+	probe_identity_unref(id);
 	assert_int_equal(registry_publish(r), 0);
 	c = registry_acquire(r);
 	assert_ptr_not_equal(c->probes, b->probes);
@@ -184,6 +189,7 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	struct history *h = NULL;
 	struct history_probe_point *pts = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
+	struct probe_identity *id;
 	size_t n = 0;
 
 	assert_non_null(res);
@@ -206,7 +212,9 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	res->op[PROBE_OP_WRITE].iops = 40;
 	res->success = true;
 	res->start_realtime_usec = 1700000000000000ULL;
-	registry_probe_done(r, 0, res);
+	id = registry_probe_identity(r, "mix");
+	registry_probe_done(r, id, res);
+	probe_identity_unref(id);
 	assert_int_equal(history_probe_query(h, "mix", 0, &pts, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(pts[0].realtime_usec, 1700000000000000ULL);

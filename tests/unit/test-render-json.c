@@ -226,8 +226,7 @@ static void test_array_held_by_a_member_and_probe_on_it(void **state)
 
 	s->samples->devices[2].ceiling.is_throttled = true;
 	s->samples->devices[2].ceiling.held_by_mask = 2;
-	free(s->probes[0].device);
-	s->probes[0].device = strdup("md0");
+	snprintf(s->probes[0].device, sizeof(s->probes[0].device), "md0");
 	root = render_json_devices(s, "md0");
 	assert_non_null(root);
 	md0 = json_array_get(json_object_get(root, "devices"), 0);

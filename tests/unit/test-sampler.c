@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include <sys/sysmacros.h>
+
 #include "config.h"
 #include "device.h"
 #include "fileio.h"
@@ -166,6 +168,7 @@ static void test_partitions_holding_a_configured_target_are_kept(void **state)
 	struct sampler_env e;
 	struct sampler_snapshot *s;
 	char name[DISKSTATS_NAME_MAX];
+	dev_t disk = 0;
 
 	sampler_env_setup(&e, "ec2-md-raid0",
 		  "[global]\n"
@@ -174,11 +177,21 @@ static void test_partitions_holding_a_configured_target_are_kept(void **state)
 		  "[device /]\niops_limit=3000\n");
 	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvda1,xvdf,xvdg,nvme0n1,nvme0n1p1,md0,dm-0,loop1");
-	assert_int_equal(sampler_device_for_target(e.s, "/mnt/my disk/probe", name), 0);
+	/* a partition's runs are serialised on its whole disk */
+	assert_int_equal(sampler_target_device(e.s, "/mnt/my disk/probe", name, &disk), 0);
 	assert_string_equal(name, "nvme0n1p1");
-	assert_int_equal(sampler_device_for_target(e.s, "/data", name), 0);
+	assert_true(disk == makedev(259, 0));
+	assert_int_equal(sampler_target_device(e.s, "/data", name, &disk), 0);
 	assert_string_equal(name, "md0");
-	assert_int_equal(sampler_device_for_target(e.s, "/run/x", name), -ENODEV);
+	assert_true(disk == makedev(9, 0));
+	assert_int_equal(sampler_target_device(e.s, "/dev/xvdf", name, &disk), 0);
+	assert_string_equal(name, "xvdf");
+	assert_true(disk == makedev(202, 80));
+	/* tmpfs has no device: its runs are serialised on the filesystem */
+	assert_int_equal(sampler_target_device(e.s, "/run/x", name, &disk), 0);
+	assert_string_equal(name, "");
+	assert_true(disk == makedev(0, 40));
+	assert_int_equal(sampler_target_device(e.s, "relative/x", name, &disk), -ENODEV);
 	sampler_snapshot_unref(s);
 	sampler_env_teardown(&e);
 }

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "device.h"
 #include "registry.h"
 #include "scheduler.h"
 
@@ -65,6 +66,28 @@ static uint64_t mono_msec(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The probes' devices, from one sample of the real /proc and /sys, as the
+ * daemon resolves them before it starts the scheduler. */
+static void resolve_devices(struct harness *h)
+{
+	struct sampler *sampler = NULL;
+	struct sampler_snapshot *snap = NULL;
+
+	assert_int_equal(sampler_new("/proc", "/sys", h->cfg, &sampler), 0);
+	assert_int_equal(sampler_sample(sampler, &snap), 0);
+	registry_resolve_probe_devices(h->registry, sampler);
+	for (size_t i = 0; i < h->cfg->n_probes; i++) {
+		struct probe_identity *id = registry_probe_identity(h->registry, h->cfg->probes[i].name);
+
+		assert_non_null(id);
+		/* every path is on some mount, with or without a device */
+		assert_true(probe_identity_is_resolved(id));
+		probe_identity_unref(id);
+	}
+	sampler_snapshot_unref(snap);
+	sampler_free(sampler);
+}
+
 static void harness_start(struct harness *h, const char *text)
 {
 	struct config_errors errs = {0};
@@ -84,6 +107,7 @@ static void harness_start(struct harness *h, const char *text)
 	}
 	assert_int_equal(registry_new(&h->registry), 0);
 	assert_int_equal(registry_set_probes(h->registry, h->cfg), 0);
+	resolve_devices(h);
 	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(h->wake_fd >= 0);
 	assert_int_equal(scheduler_new(h->registry, h->wake_fd, "/sys", &h->sched), 0);
@@ -235,7 +259,7 @@ struct gate_state {
 	unsigned hold; /* calls that answer "not now" */
 };
 
-static uint64_t gate(void *userdata, size_t index, const struct probe_config *pc)
+static uint64_t gate(void *userdata, const struct probe_identity *id, const struct probe_config *pc)
 {
 	struct gate_state *g = userdata;
 	unsigned n = __atomic_add_fetch(&g->calls, 1, __ATOMIC_RELAXED);
