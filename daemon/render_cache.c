@@ -68,11 +68,6 @@ static struct render_cache_entry *entry_new(struct snapshot *s)
 	return e;
 }
 
-struct snapshot *render_cache_entry_snapshot(const struct render_cache_entry *e)
-{
-	return e->snap;
-}
-
 /* Render the text of `b` in `fmt`, and its gzip when asked; the pointers
  * are stored last, with release semantics, for render_cache_entry_body()'s
  * lock-free fast path. Under e->render_lock, or before e is shared. */

@@ -38,9 +38,6 @@ int render_cache_acquire(struct render_cache *c, struct render_cache_entry **ret
 struct render_cache_entry *render_cache_entry_ref(struct render_cache_entry *e);
 struct render_cache_entry *render_cache_entry_unref(struct render_cache_entry *e);
 
-/* The snapshot the entry renders (borrowed from the entry). */
-struct snapshot *render_cache_entry_snapshot(const struct render_cache_entry *e);
-
 /* The /metrics body of the entry's snapshot in `fmt`, gzip'd when `gzip`
  * asks for it and compression works (*ret_is_gzip says). A body the publish
  * rendered is returned as it is; another is rendered now, once, into the

@@ -163,21 +163,6 @@ int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *
 	return (int)n;
 }
 
-int diskstats_parse(const char *buf, struct diskstats_raw **ret, size_t *ret_n_bad)
-{
-	struct diskstats_raw *a = NULL;
-	size_t cap = 0;
-	int n;
-
-	n = diskstats_parse_into(buf, &a, &cap, ret_n_bad);
-	if (n < 0) {
-		free(a);
-		return n;
-	}
-	*ret = a;
-	return n;
-}
-
 /* The delta of a counter between two samples. The kernel prints the
  * operation and sector counters as unsigned long (32 bits on 32-bit kernels)
  * and the millisecond counters as unsigned int, so a decrease from a value

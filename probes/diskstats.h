@@ -31,15 +31,12 @@ struct device_rates {
 	double utilization;          /* %util / 100, 0..1 */
 };
 
-/* Parse a whole diskstats buffer. Malformed lines are skipped and counted in
- * *ret_n_bad (may be NULL). Returns the number of entries (>= 0) written to
- * a newly allocated *ret array the caller frees, or -errno. */
-int diskstats_parse(const char *buf, struct diskstats_raw **ret, size_t *ret_n_bad);
-
-/* Same, into a caller-owned array that is grown (realloc) when too small, so
- * that a sampler can reuse it every tick: *array and *capacity are updated
- * even on failure and belong to the caller. Returns the number of entries
- * or -ENOMEM (-E2BIG for more than DISKSTATS_MAX_LINES lines). */
+/* Parse a whole diskstats buffer into a caller-owned array that is grown
+ * (realloc) when too small, so that a sampler can reuse it every tick
+ * (start with NULL and 0): *array and *capacity are updated even on failure
+ * and belong to the caller. Malformed lines are skipped and counted in
+ * *ret_n_bad (may be NULL). Returns the number of entries or -ENOMEM
+ * (-E2BIG for more than DISKSTATS_MAX_LINES lines). */
 #define DISKSTATS_MAX_LINES (1U << 20)
 int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *capacity,
 			 size_t *ret_n_bad);

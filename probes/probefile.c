@@ -359,20 +359,6 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	return TAKE_FD(dfd);
 }
 
-int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable, uint64_t seed,
-		   probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len, struct probefile *ret)
-{
-	_cleanup_close_ int dfd = -1;
-	dev_t dev;
-
-	dfd = probefile_open_directory(directory, 0, &dev, msg, msg_len);
-	if (dfd < 0) {
-		return dfd;
-	}
-	return probefile_open_at(dfd, directory, name, size, is_writable, seed, stop, userdata, msg, msg_len,
-				 ret);
-}
-
 int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
 		      uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
 		      struct probefile *ret)

@@ -21,15 +21,6 @@ struct probefile {
 	uint64_t layout_usec; /* time spent laying out the file, 0 when reused */
 };
 
-/* Open the probe file of probe `name` (`size` bytes, a multiple of 4096 or
- * of the block size) in `directory`, laying it out first when it is missing
- * or does not match. Writes only inside DIRECTORY/.iopsd/. `stop` (may be
- * NULL) is asked between layout chunks. `seed` varies the file's data. On
- * failure returns -errno and a human explanation in `msg` (never written on
- * success). */
-int probefile_open(const char *directory, const char *name, uint64_t size, bool is_writable, uint64_t seed,
-		   probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len, struct probefile *ret);
-
 /* Open DIRECTORY (O_DIRECTORY, following symlinks in the configured path)
  * for probefile_open_at(), and return its filesystem in *ret_dev. When
  * `expect_dev` is not 0 the directory must still be on that filesystem:
@@ -40,8 +31,13 @@ int probefile_open(const char *directory, const char *name, uint64_t size, bool 
 int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret_dev, char *msg,
 			     size_t msg_len);
 
-/* probefile_open() in the directory open at `dfd` (from
- * probefile_open_directory(); `directory` only names it in messages).
+/* Open the probe file of probe `name` (`size` bytes, a multiple of 4096 or
+ * of the block size) in the directory open at `dfd` (from
+ * probefile_open_directory(); `directory` only names it in messages),
+ * laying it out first when it is missing or does not match. Writes only
+ * inside DIRECTORY/.iopsd/. `stop` (may be NULL) is asked between layout
+ * chunks. `seed` varies the file's data. On failure returns -errno and a
+ * human explanation in `msg` (never written on success).
  * Everything happens relative to dfd, so a path swapped after dfd was
  * opened cannot redirect a write. */
 int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,

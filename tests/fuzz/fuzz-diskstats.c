@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct diskstats_raw *devs = NULL, one;
 	struct device_rates *rates;
 	const struct device_rates **members;
-	size_t n_bad = 0, n;
+	size_t n_bad = 0, n, cap = 0;
 	char *text;
 	int r;
 
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the line parser takes a length: give it the first line, unterminated */
 	(void)diskstats_parse_line((const char *)data, strcspn(text, "\n"), &one);
 
-	r = diskstats_parse(text, &devs, &n_bad);
+	r = diskstats_parse_into(text, &devs, &cap, &n_bad);
 	free(text);
 	if (r <= 0) {
 		free(devs);

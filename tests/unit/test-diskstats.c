@@ -21,12 +21,12 @@ static struct diskstats_raw *load(const char *tree, const char *file, size_t *re
 	char path[1024];
 	_cleanup_free_ char *buf = NULL;
 	struct diskstats_raw *a = NULL;
-	size_t bad = 99;
+	size_t bad = 99, cap = 0;
 	int n;
 
 	snprintf(path, sizeof(path), "%s/sampler/%s/proc/%s", FIXTURES_DIR, tree, file);
 	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
-	n = diskstats_parse(buf, &a, &bad);
+	n = diskstats_parse_into(buf, &a, &cap, &bad);
 	assert_true(n > 0);
 	assert_int_equal(bad, 0);
 	*ret_n = (size_t)n;
@@ -113,9 +113,9 @@ static void test_malformed_lines_are_skipped_and_counted(void **state)
 			  "   8 16 sdb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n" /* 21 fields */
 			  "   8 32 sdc 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"; /* no newline */
 	_cleanup_free_ struct diskstats_raw *a = NULL;
-	size_t bad = 0;
+	size_t bad = 0, cap = 0;
 
-	assert_int_equal(diskstats_parse(buf, &a, &bad), 2);
+	assert_int_equal(diskstats_parse_into(buf, &a, &cap, &bad), 2);
 	assert_int_equal(bad, 7);
 	assert_string_equal(a[0].name, "sda");
 	assert_string_equal(a[1].name, "sdc");

@@ -74,11 +74,27 @@ static void assert_file_equals(const char *path, const char *text)
 	assert_string_equal(buf, text);
 }
 
+/* Open the probe file as a run does: the directory, then the file in it. */
+static int open_probe_file(const char *directory, const char *name, uint64_t size, bool is_writable,
+			   uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
+			   struct probefile *ret)
+{
+	_cleanup_close_ int dfd = -1;
+	dev_t dev;
+
+	dfd = probefile_open_directory(directory, 0, &dev, msg, msg_len);
+	if (dfd < 0) {
+		return dfd;
+	}
+	return probefile_open_at(dfd, directory, name, size, is_writable, seed, stop, userdata, msg, msg_len,
+				 ret);
+}
+
 /* Open a probe file, skipping the test when O_DIRECT is not available here. */
 static int open_or_skip(const char *dir, const char *name, uint64_t size, bool is_writable, char *msg,
 			size_t len, struct probefile *ret)
 {
-	int r = probefile_open(dir, name, size, is_writable, 1, NULL, NULL, msg, len, ret);
+	int r = open_probe_file(dir, name, size, is_writable, 1, NULL, NULL, msg, len, ret);
 
 	if (r == -EINVAL && strstr(msg, "O_DIRECT not supported")) {
 		skip();
@@ -208,11 +224,11 @@ static void test_symlinked_state_directory_is_refused(void **state)
 	assert_non_null(realpath(elsewhere, target));
 	assert_true(asprintf(&link, "%s/.iopsd", dir) > 0);
 	assert_int_equal(symlink(target, link), 0);
-	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
+	assert_int_equal(open_probe_file(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
 	assert_non_null(strstr(msg, ".iopsd is a symlink: refusing to use it"));
 	assert_int_equal(unlink(link), 0);
 	assert_int_equal(symlink("/nonexistent-iopsd-target", link), 0);
-	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
+	assert_int_equal(open_probe_file(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
 	assert_non_null(strstr(msg, ".iopsd is a symlink: refusing to use it"));
 	/* nothing was created where the link points */
 	d = opendir(elsewhere);
@@ -233,7 +249,7 @@ static void test_state_directory_writable_by_others_is_refused(void **state)
 	assert_true(asprintf(&sd, "%s/.iopsd", dir) > 0);
 	assert_int_equal(mkdir(sd, 0700), 0);
 	assert_int_equal(chmod(sd, 0777), 0);
-	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -EPERM);
+	assert_int_equal(open_probe_file(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -EPERM);
 	assert_non_null(strstr(msg, "writable by other users"));
 }
 
@@ -249,7 +265,7 @@ static void test_symlinked_probe_file_is_refused(void **state)
 	write_file(victim, "precious\n");
 	assert_true(asprintf(&link, "%s/p.dat", sd) > 0);
 	assert_int_equal(symlink(victim, link), 0);
-	assert_int_equal(probefile_open(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
+	assert_int_equal(open_probe_file(dir, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ELOOP);
 	assert_non_null(strstr(msg, "symlink"));
 	assert_file_equals(victim, "precious\n");
 }
@@ -281,7 +297,8 @@ static void test_missing_directory_gives_a_clear_error(void **state)
 	char msg[256] = "", path[300];
 
 	snprintf(path, sizeof(path), "%s/does-not-exist", scratch);
-	assert_int_equal(probefile_open(path, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf), -ENOENT);
+	assert_int_equal(open_probe_file(path, "p", MIB, true, 1, NULL, NULL, msg, sizeof(msg), &pf),
+			 -ENOENT);
 	assert_non_null(strstr(msg, "does-not-exist"));
 	assert_non_null(strstr(msg, "(ENOENT)"));
 }

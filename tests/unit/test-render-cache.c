@@ -56,7 +56,7 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	/* nobody scraped yet: nothing is rendered at publish */
 	assert_int_equal(registry_publish(r), 0);
 	assert_int_equal(render_cache_acquire(c, &e), 0);
-	assert_int_equal(render_cache_entry_snapshot(e)->generation, 1);
+	assert_int_equal(e->snap->generation, 1);
 	for (int f = 0; f < _METRICS_FORMAT_MAX; f++) {
 		assert_null(e->bodies[f].text);
 		assert_null(e->bodies[f].gz);
@@ -76,7 +76,7 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	render_cache_note_scrape(c, METRICS_FORMAT_OPENMETRICS, true);
 	assert_int_equal(registry_publish(r), 0);
 	assert_int_equal(render_cache_acquire(c, &e), 0);
-	assert_int_equal(render_cache_entry_snapshot(e)->generation, 2);
+	assert_int_equal(e->snap->generation, 2);
 	assert_null(e->bodies[METRICS_FORMAT_PROMETHEUS].text);
 	assert_non_null(e->bodies[METRICS_FORMAT_OPENMETRICS].text);
 	assert_non_null(e->bodies[METRICS_FORMAT_OPENMETRICS].gz);
@@ -92,12 +92,12 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 		assert_non_null(strstr(plain, "# EOF\n"));
 		free(plain);
 	}
-	assert_true(render_cache_entry_snapshot(e)->process.available);
-	assert_true(render_cache_entry_snapshot(e)->process.open_fds > 0);
+	assert_true(e->snap->process.available);
+	assert_true(e->snap->process.open_fds > 0);
 	/* an entry outlives the cache and the registry */
 	render_cache_free(c);
 	registry_free(r);
-	assert_int_equal(render_cache_entry_snapshot(e)->generation, 2);
+	assert_int_equal(e->snap->generation, 2);
 	assert_non_null(strstr(e->bodies[METRICS_FORMAT_OPENMETRICS].text, "# EOF\n"));
 	e = render_cache_entry_unref(e);
 	config_free(cfg);
@@ -115,13 +115,13 @@ static void test_a_cache_created_after_a_publish_keeps_the_first_scrapes_entry(v
 	assert_int_equal(render_cache_acquire(c, &a), 0);
 	assert_int_equal(render_cache_acquire(c, &b), 0);
 	assert_ptr_equal(a, b);
-	assert_int_equal(render_cache_entry_snapshot(a)->generation, 1);
+	assert_int_equal(a->snap->generation, 1);
 	render_cache_entry_unref(b);
 	/* the next publish replaces it */
 	assert_int_equal(registry_publish(r), 0);
 	assert_int_equal(render_cache_acquire(c, &b), 0);
 	assert_ptr_not_equal(a, b);
-	assert_int_equal(render_cache_entry_snapshot(b)->generation, 2);
+	assert_int_equal(b->snap->generation, 2);
 	render_cache_entry_unref(a);
 	render_cache_entry_unref(b);
 	/* freed, the cache is no longer the registry's hook */

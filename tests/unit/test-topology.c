@@ -24,13 +24,14 @@ static struct topology *build(const char *tree)
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ struct diskstats_raw *a = NULL;
 	struct topology *t = NULL;
+	size_t cap = 0;
 	int n;
 
 	snprintf(proc, sizeof(proc), "%s/sampler/%s/proc", FIXTURES_DIR, tree);
 	snprintf(sys, sizeof(sys), "%s/sampler/%s/sys", FIXTURES_DIR, tree);
 	snprintf(path, sizeof(path), "%s/diskstats", proc);
 	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
-	n = diskstats_parse(buf, &a, NULL);
+	n = diskstats_parse_into(buf, &a, &cap, NULL);
 	assert_true(n > 0);
 	assert_int_equal(topology_build(proc, sys, a, (size_t)n, &t), 0);
 	assert_int_equal(t->n_devices, (size_t)n);
