@@ -562,125 +562,161 @@ static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
 		 r->runtime_ns ? "2x runtime" : "the interval");
 }
 
+/* Where a job's I/O loop stands. */
+struct io_loop {
+	uint64_t start, stop_at, hard; /* CLOCK_MONOTONIC ns: the run's start, end, deadline */
+	uint64_t now;
+	uint64_t due; /* when the pace lets the next op go, 0 when it does not hold one back */
+	uint64_t issued, writes;
+	unsigned inflight;
+	bool is_issuing, want_fsync;
+};
+
+/* Fill the batch as far as the queue depth, the pace and number_ios allow;
+ * an fsync=N fsync runs here, once the N writes before it completed. */
+static void job_fill_batch(struct job *j, struct io_loop *l)
+{
+	struct run *r = j->run;
+
+	while (l->is_issuing && l->inflight + j->n_batch < j->depth) {
+		struct slot *s;
+
+		if (l->want_fsync) {
+			/* fsync=N covers the N writes before it: let them complete */
+			if (l->inflight + j->n_batch > 0) {
+				break;
+			}
+			s = j->free_slots[--j->n_free];
+			s->op = PROBE_OP_FSYNC;
+			s->offset = 0;
+			job_sync_fsync(j, s);
+			l->want_fsync = false;
+			l->now = now_nsec(CLOCK_MONOTONIC);
+			if (j->error != 0) {
+				l->is_issuing = false;
+			}
+			continue;
+		}
+		if (r->number_ios && l->issued >= r->number_ios) {
+			break;
+		}
+		if (r->rate_iops) {
+			l->due = probe_rate_due_ns(l->start, l->issued, j->index, r->numjobs, r->rate_iops);
+			if (l->due > l->now) {
+				break;
+			}
+			l->due = 0;
+		}
+		s = j->free_slots[--j->n_free];
+		if (job_prep_io(j, s) == PROBE_OP_WRITE && r->fsync_every > 0 &&
+		    ++l->writes % r->fsync_every == 0) {
+			l->want_fsync = true;
+		}
+		j->batch[j->n_batch++] = s;
+		l->issued++;
+	}
+}
+
+/* Submit the batch. */
+static void job_flush_batch(struct job *j, struct io_loop *l)
+{
+	if (j->n_batch == 0) {
+		return;
+	}
+	l->inflight += job_submit(j);
+	if (l->inflight == 0 && j->n_batch > 0) {
+		/* EAGAIN with nothing to wait for: it will not get better */
+		job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", j->run->target);
+		j->op[j->batch[0]->op].errors[PROBE_ERR_OTHER]++;
+		while (j->n_batch > 0) {
+			j->free_slots[j->n_free++] = j->batch[--j->n_batch];
+		}
+	}
+	l->now = now_nsec(CLOCK_MONOTONIC);
+	if (j->error != 0) {
+		l->is_issuing = false;
+	}
+}
+
+/* Wait for completions, or until the next paced submission, and account
+ * them. False when the job ends: the wait failed. */
+static bool job_reap(struct job *j, struct io_loop *l)
+{
+	uint64_t timeout = ENGINE_WAIT_FOREVER;
+	char e[96];
+	int n;
+
+	/* an unpaced wait needs no timeout (the engine also wakes on the run's
+	 * wake fd), and so costs the kernel no timer per call */
+	if (l->due > l->now) {
+		timeout = (l->due < l->hard ? l->due : l->hard) - l->now;
+	}
+	n = j->ops->reap(j->eng, j->events, j->depth + 1, timeout);
+	l->now = now_nsec(CLOCK_MONOTONIC);
+	if (n == -EINTR) {
+		return true;
+	}
+	if (n < 0) {
+		job_fail(j, n, "waiting for I/O on %s failed: %s", j->run->target,
+			 probefile_strerror(n, e, sizeof(e)));
+		job_timeout(j, l->inflight, false);
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!j->events[i].slot) {
+			continue; /* the wake fd: the deadline or a cancel, seen by the loop */
+		}
+		job_complete(j, j->events[i].slot, j->events[i].res, l->now);
+		l->inflight--;
+	}
+	return true;
+}
+
+/* A job's I/O until its runtime, number_ios, an error, a cancel or the
+ * deadline: fill the batch, submit it, wait for completions. */
 static void job_loop(struct job *j)
 {
 	struct run *r = j->run;
-	const uint64_t start = r->start_ns;
-	const uint64_t stop_at = r->runtime_ns ? start + r->runtime_ns : UINT64_MAX;
-	const uint64_t hard = start + r->timeout_ns;
-	uint64_t issued = 0, writes = 0, now = start;
-	unsigned inflight = 0;
-	bool is_issuing = true, want_fsync = false;
+	struct io_loop l = {
+	    .start = r->start_ns,
+	    .stop_at = r->runtime_ns ? r->start_ns + r->runtime_ns : UINT64_MAX,
+	    .hard = r->start_ns + r->timeout_ns,
+	    .now = r->start_ns,
+	    .is_issuing = true,
+	};
 
-	j->last_ns = start;
+	j->last_ns = l.start;
 	for (;;) {
-		uint64_t due = 0, timeout;
-		int n;
-
-		if (is_issuing && (j->error != 0 || now >= stop_at || run_is_cancelled(r) ||
-				   (r->number_ios && issued >= r->number_ios && !want_fsync))) {
-			is_issuing = false;
+		l.due = 0;
+		if (l.is_issuing && (j->error != 0 || l.now >= l.stop_at || run_is_cancelled(r) ||
+				     (r->number_ios && l.issued >= r->number_ios && !l.want_fsync))) {
+			l.is_issuing = false;
 		}
-		while (is_issuing && inflight + j->n_batch < j->depth) {
-			struct slot *s;
-
-			if (want_fsync) {
-				/* fsync=N covers the N writes before it: let them complete */
-				if (inflight + j->n_batch > 0) {
-					break;
-				}
-				s = j->free_slots[--j->n_free];
-				s->op = PROBE_OP_FSYNC;
-				s->offset = 0;
-				job_sync_fsync(j, s);
-				want_fsync = false;
-				now = now_nsec(CLOCK_MONOTONIC);
-				if (j->error != 0) {
-					is_issuing = false;
-				}
-				continue;
-			}
-			if (r->number_ios && issued >= r->number_ios) {
-				break;
-			}
-			if (r->rate_iops) {
-				due = probe_rate_due_ns(start, issued, j->index, r->numjobs, r->rate_iops);
-				if (due > now) {
-					break;
-				}
-				due = 0;
-			}
-			s = j->free_slots[--j->n_free];
-			if (job_prep_io(j, s) == PROBE_OP_WRITE && r->fsync_every > 0 &&
-			    ++writes % r->fsync_every == 0) {
-				want_fsync = true;
-			}
-			j->batch[j->n_batch++] = s;
-			issued++;
-		}
-		if (j->n_batch > 0) {
-			inflight += job_submit(j);
-			if (inflight == 0 && j->n_batch > 0) {
-				/* EAGAIN with nothing to wait for: it will not get better */
-				job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)",
-					 r->target);
-				j->op[j->batch[0]->op].errors[PROBE_ERR_OTHER]++;
-				while (j->n_batch > 0) {
-					j->free_slots[j->n_free++] = j->batch[--j->n_batch];
-				}
-			}
-			now = now_nsec(CLOCK_MONOTONIC);
-			if (j->error != 0) {
-				is_issuing = false;
-			}
-		}
-		if (inflight == 0) {
-			if (j->n_batch == 0 && (!is_issuing || now >= hard)) {
-				if (is_issuing) {
+		job_fill_batch(j, &l);
+		job_flush_batch(j, &l);
+		if (l.inflight == 0) {
+			if (j->n_batch == 0 && (!l.is_issuing || l.now >= l.hard)) {
+				if (l.is_issuing) {
 					job_timeout(j, 0, true);
 				}
 				break;
 			}
-			if (now >= hard) {
+			if (l.now >= l.hard) {
 				job_timeout(j, 0, true);
 				break;
 			}
-			if (due > now) {
-				job_pace_wait(j, due < hard ? due : hard);
-				now = now_nsec(CLOCK_MONOTONIC);
+			if (l.due > l.now) {
+				job_pace_wait(j, l.due < l.hard ? l.due : l.hard);
+				l.now = now_nsec(CLOCK_MONOTONIC);
 			}
 			continue;
 		}
-		if (now >= hard) {
-			job_timeout(j, inflight, is_issuing);
+		if (l.now >= l.hard) {
+			job_timeout(j, l.inflight, l.is_issuing);
 			break;
 		}
-		/* wait for completions, or until the next paced submission; an
-		 * unpaced wait needs no timeout (the engine also wakes on the run's
-		 * wake fd), and so costs the kernel no timer per call */
-		timeout = ENGINE_WAIT_FOREVER;
-		if (due > now) {
-			timeout = (due < hard ? due : hard) - now;
-		}
-		n = j->ops->reap(j->eng, j->events, j->depth + 1, timeout);
-		now = now_nsec(CLOCK_MONOTONIC);
-		if (n < 0) {
-			if (n == -EINTR) {
-				continue;
-			}
-			char e[96];
-
-			job_fail(j, n, "waiting for I/O on %s failed: %s", r->target,
-				 probefile_strerror(n, e, sizeof(e)));
-			job_timeout(j, inflight, false);
+		if (!job_reap(j, &l)) {
 			break;
-		}
-		for (int i = 0; i < n; i++) {
-			if (!j->events[i].slot) {
-				continue; /* the wake fd: the deadline or a cancel, seen above */
-			}
-			job_complete(j, j->events[i].slot, j->events[i].res, now);
-			inflight--;
 		}
 	}
 }
