@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "netaddr.h"
 #include "units.h"
 
 #define MIN_BS 512ULL
@@ -535,6 +536,34 @@ static void handle_probe_key(struct parser *p, struct probe_config *pc, unsigned
 	/* "name" is fio's job name; the section name is ours. */
 }
 
+/* The server's own parser (netaddr.h): a value that passes here binds,
+ * unless a host name does not resolve (--check-config looks it up). */
+static bool valid_listen_address(struct parser *p, const char *key, const char *value)
+{
+	struct netaddr_list l;
+	char bad[128];
+	int r;
+
+	r = netaddr_parse_list(value, &l, bad, sizeof(bad));
+	if (r == -E2BIG) {
+		add_error(p, p->line, "invalid value for %s: more than %d addresses", key, NETADDR_LIST_MAX);
+	} else if (r == -ENOENT) {
+		add_error(p, p->line, "invalid value '' for %s: expected HOST:PORT, [IPV6]:PORT or :PORT",
+			  key);
+	} else if (r < 0 && bad[0] == '\0') {
+		add_error(p, p->line, "invalid value '%s' for %s: an empty address between commas", value,
+			  key);
+	} else if (r < 0 && strcmp(bad, value) == 0) {
+		add_error(p, p->line, "invalid value '%s' for %s: expected HOST:PORT, [IPV6]:PORT or :PORT",
+			  value, key);
+	} else if (r < 0) {
+		add_error(p, p->line,
+			  "invalid value '%s' for %s: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT", value,
+			  key, bad);
+	}
+	return r == 0;
+}
+
 static void handle_global_key(struct parser *p, const char *key, const char *value)
 {
 	struct config *c = p->cfg;
@@ -543,9 +572,7 @@ static void handle_global_key(struct parser *p, const char *key, const char *val
 	int r;
 
 	if (strcmp(key, "listen_address") == 0 || strcmp(key, "web.listen-address") == 0) {
-		if (!strchr(value, ':')) {
-			add_error(p, p->line, "invalid value '%s' for %s: expected HOST:PORT, [IPV6]:PORT or :PORT",
-				  value, key);
+		if (!valid_listen_address(p, key, value)) {
 			return;
 		}
 		set_string(&c->listen_address, value);

@@ -1,6 +1,7 @@
 /* iopsd's flags, named after the Prometheus exporter conventions. */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <regex.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "config.h"
 #include "iopsd-build.h"
 #include "log.h"
+#include "netaddr.h"
 
 enum {
 	ARG_CONFIG = 0x100,
@@ -60,6 +62,26 @@ static bool valid_regex(const char *flag, const char *value)
 	return true;
 }
 
+/* The server's own parser (netaddr.h), so that a flag that passes here binds. */
+static bool valid_listen_address(const char *value)
+{
+	struct netaddr_list l;
+	char bad[128];
+	int r;
+
+	r = netaddr_parse_list(value, &l, bad, sizeof(bad));
+	if (r == -E2BIG) {
+		log_error("--web.listen-address: more than %d addresses in '%s'", NETADDR_LIST_MAX, value);
+	} else if (r == -ENOENT) {
+		log_error("--web.listen-address: no address given");
+	} else if (r < 0 && bad[0] == '\0') {
+		log_error("--web.listen-address: an empty address in '%s'", value);
+	} else if (r < 0) {
+		log_error("--web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT", bad);
+	}
+	return r == 0;
+}
+
 static const struct option options[] = {
     {"config", required_argument, NULL, ARG_CONFIG},
     {"check-config", no_argument, NULL, ARG_CHECK_CONFIG},
@@ -91,9 +113,7 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 		a->once = true;
 		break;
 	case ARG_LISTEN:
-		if (!strchr(optarg, ':')) {
-			log_error("--web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT",
-				  optarg);
+		if (!valid_listen_address(optarg)) {
 			return CLI_EXIT_USAGE;
 		}
 		a->listen_address = optarg;

@@ -22,6 +22,7 @@
 #include "http.h"
 #include "log.h"
 #include "macro.h"
+#include "netaddr.h"
 #include "probe.h"
 #include "registry.h"
 #include "scheduler.h"
@@ -81,6 +82,59 @@ void daemon_check_engines(const struct config *cfg, char *buf, size_t len)
 			    pc->name, probe_engine_to_string(pc->ioengine), msg[pc->ioengine]);
 		}
 	}
+}
+
+/* A probe directory that is missing now is a warning, not an error: a mount
+ * may appear after boot, and the probe's runs fail (reason "enoent") only
+ * until it does. */
+static void check_probe_directory(const struct config *cfg, const struct probe_config *pc)
+{
+	struct stat st;
+
+	if (!pc->directory) {
+		return;
+	}
+	if (stat(pc->directory, &st) < 0) {
+		if (errno == ENOENT) {
+			log_warning(
+			    "%s:%u: [%s]: directory '%s' does not exist (yet); its runs fail until it does.",
+			    cfg->path, pc->line, pc->name, pc->directory);
+		} else {
+			log_warning_errno(errno, "%s:%u: [%s]: directory '%s' cannot be checked: %m.",
+					  cfg->path, pc->line, pc->name, pc->directory);
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		log_warning("%s:%u: [%s]: '%s' is not a directory; its runs fail until it is.", cfg->path,
+			    pc->line, pc->name, pc->directory);
+	}
+}
+
+int daemon_check_start(const struct config *cfg)
+{
+	struct netaddr_list l;
+	int r;
+
+	/* the config's own check already parsed them with the same parser */
+	r = netaddr_parse_list(cfg->listen_address, &l, NULL, 0);
+	if (r < 0) {
+		return log_error_errno(-EINVAL, "Listen address '%s' is not HOST:PORT, [IPV6]:PORT or :PORT.",
+				       cfg->listen_address);
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		char address[NETADDR_HOST_MAX + 16];
+
+		if (netaddr_to_sockaddr(&l.items[i], &ss, &len) < 0) {
+			netaddr_format(&l.items[i], address, sizeof(address));
+			r = log_error_errno(-EINVAL, "%s: listen address '%s': cannot resolve the host name.",
+					    cfg->path, address);
+		}
+	}
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		check_probe_directory(cfg, &cfg->probes[i]);
+	}
+	return r < 0 ? r : 0;
 }
 
 int daemon_load_config(const struct cli_args *args, struct config **ret)

@@ -41,6 +41,12 @@ struct daemon {
  * cannot be read (-ENOENT, -EACCES, ...). */
 int daemon_load_config(const struct cli_args *args, struct config **ret);
 
+/* What --check-config can tell of the start beyond the file: every listen
+ * address parses and resolves as the server will bind it (else -EINVAL,
+ * logged), and a warning for each probe directory that does not exist (yet)
+ * or is not a directory (a warning only: a mount may appear after boot). */
+int daemon_check_start(const struct config *cfg);
+
 /* Whether this host runs each probe engine: a summary of io_uring's state
  * into buf ("io_uring: available", or why not), and a warning logged for
  * every probe whose engine the host refuses (its runs would fail; no probe

@@ -29,6 +29,7 @@
 #include "history.h"
 #include "log.h"
 #include "macro.h"
+#include "netaddr.h"
 #include "render_cache.h"
 #include "render_json.h"
 #include "render_prom.h"
@@ -190,86 +191,6 @@ bool http_accepts_gzip(const char *accept_encoding)
 		}
 	}
 	return gzip_q >= 0 ? gzip_q > 0 : star_q > 0;
-}
-
-static int parse_port(const char *s, uint16_t *ret)
-{
-	uint64_t port;
-
-	if (parse_uint64(s, &port) < 0 || port == 0 || port > 65535) {
-		return -EINVAL;
-	}
-	*ret = (uint16_t)port;
-	return 0;
-}
-
-int http_parse_listen_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len)
-{
-	char host[256];
-	const char *colon;
-	uint16_t port;
-	size_t n;
-
-	memset(ret, 0, sizeof(*ret));
-	if (s[0] == '[') {
-		struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ret;
-		const char *close = strchr(s, ']');
-
-		if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(host)) {
-			return -EINVAL;
-		}
-		n = (size_t)(close - s - 1);
-		memcpy(host, s + 1, n);
-		host[n] = '\0';
-		if (parse_port(close + 2, &port) < 0 || inet_pton(AF_INET6, host, &sa6->sin6_addr) != 1) {
-			return -EINVAL;
-		}
-		sa6->sin6_family = AF_INET6;
-		sa6->sin6_port = htons(port);
-		*ret_len = sizeof(*sa6);
-		return 0;
-	}
-	colon = strrchr(s, ':');
-	if (!colon || (size_t)(colon - s) >= sizeof(host) || parse_port(colon + 1, &port) < 0) {
-		return -EINVAL;
-	}
-	n = (size_t)(colon - s);
-	memcpy(host, s, n);
-	host[n] = '\0';
-	if (n == 0) {
-		struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ret;
-
-		sa6->sin6_family = AF_INET6;
-		sa6->sin6_addr = in6addr_any;
-		sa6->sin6_port = htons(port);
-		*ret_len = sizeof(*sa6);
-		return 0;
-	}
-	if (strchr(host, ':')) {
-		return -EINVAL; /* a bare IPv6 address needs brackets */
-	} else {
-		struct sockaddr_in *sa4 = (struct sockaddr_in *)ret;
-		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-					 .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
-		struct addrinfo *ai = NULL;
-		char portstr[8];
-
-		if (inet_pton(AF_INET, host, &sa4->sin_addr) == 1) {
-			sa4->sin_family = AF_INET;
-			sa4->sin_port = htons(port);
-			*ret_len = sizeof(*sa4);
-			return 0;
-		}
-		/* a host name (localhost): its first address */
-		snprintf(portstr, sizeof(portstr), "%u", port);
-		if (getaddrinfo(host, portstr, &hints, &ai) != 0 || !ai) {
-			return -EADDRNOTAVAIL;
-		}
-		memcpy(ret, ai->ai_addr, ai->ai_addrlen);
-		*ret_len = ai->ai_addrlen;
-		freeaddrinfo(ai);
-		return 0;
-	}
 }
 
 int http_parse_window(const char *s, uint64_t max_usec, uint64_t *ret_usec)
@@ -974,30 +895,27 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- setup ---- */
 
-static int bind_address(const char *address, int *ret_fd)
+static int bind_address(const struct netaddr *a, int *ret_fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	_cleanup_close_ int fd = -1;
 	int one = 1, zero = 0, r;
+	char address[NETADDR_HOST_MAX + 16];
 
-	r = http_parse_listen_address(address, &ss, &len);
-	if (r == -EADDRNOTAVAIL) {
+	netaddr_format(a, address, sizeof(address));
+	r = netaddr_to_sockaddr(a, &ss, &len);
+	if (r < 0) {
 		return log_error_errno(r, "Listen address '%s': cannot resolve the host name.", address);
 	}
-	if (r < 0) {
-		return log_error_errno(r, "Listen address '%s' is not HOST:PORT, [IPV6]:PORT or :PORT.", address);
-	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 && ss.ss_family == AF_INET6 && address[0] == ':' &&
-	    (errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT)) {
+	if (fd < 0 && a->is_any && (errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT)) {
 		/* no IPv6 on this host: ":PORT" means every IPv4 address */
 		struct sockaddr_in *sa4 = (struct sockaddr_in *)&ss;
-		uint16_t port = ((struct sockaddr_in6 *)&ss)->sin6_port;
 
 		memset(&ss, 0, sizeof(ss));
 		sa4->sin_family = AF_INET;
-		sa4->sin_port = port;
+		sa4->sin_port = htons(a->port);
 		sa4->sin_addr.s_addr = htonl(INADDR_ANY);
 		len = sizeof(*sa4);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1008,7 +926,7 @@ static int bind_address(const char *address, int *ret_fd)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ss.ss_family == AF_INET6) {
 		/* ":PORT" serves IPv4 too; "[::1]:PORT" only IPv6 */
-		int v6only = address[0] == '[' ? 1 : 0;
+		int v6only = a->is_any ? 0 : 1;
 
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, v6only ? &one : &zero, sizeof(int));
 	}
@@ -1099,30 +1017,26 @@ static int take_activated_sockets(int *fds, size_t *ret_n)
 
 static int bind_all(const char *addresses, int *fds, size_t *ret_n)
 {
-	_cleanup_free_ char *copy = strdup(addresses);
-	char *save = NULL;
+	struct netaddr_list l;
+	char bad[128];
 	size_t n = 0;
 	int r;
 
-	if (!copy) {
-		return -ENOMEM;
+	r = netaddr_parse_list(addresses, &l, bad, sizeof(bad));
+	if (r == -E2BIG) {
+		return log_error_errno(r, "More than %d listen addresses.", HTTP_MAX_LISTEN);
 	}
-	for (char *a = strtok_r(copy, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-		while (*a == ' ') {
-			a++;
-		}
-		if (n >= HTTP_MAX_LISTEN) {
-			r = log_error_errno(-E2BIG, "More than %d listen addresses.", HTTP_MAX_LISTEN);
-			goto fail;
-		}
-		r = bind_address(a, &fds[n]);
+	if (r == -ENOENT) {
+		return log_error_errno(-EINVAL, "No listen address.");
+	}
+	if (r < 0) {
+		return log_error_errno(r, "Listen address '%s' is not HOST:PORT, [IPV6]:PORT or :PORT.", bad);
+	}
+	for (; n < l.n; n++) {
+		r = bind_address(&l.items[n], &fds[n]);
 		if (r < 0) {
 			goto fail;
 		}
-		n++;
-	}
-	if (n == 0) {
-		return log_error_errno(-EINVAL, "No listen address.");
 	}
 	*ret_n = n;
 	return 0;

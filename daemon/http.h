@@ -13,10 +13,11 @@
 
 #include "config.h"
 #include "macro.h"
+#include "netaddr.h"
 #include "registry.h"
 #include "render_prom.h"
 
-#define HTTP_MAX_LISTEN 8
+#define HTTP_MAX_LISTEN	    NETADDR_LIST_MAX
 #define HTTP_MAX_QUERY_ARGS 8
 /* libmicrohttpd worker threads (each with its own epoll) on hosts with two
  * or more CPUs. max_connections is shared out among them. */
@@ -50,10 +51,6 @@ enum metrics_format http_negotiate_format(const char *accept);
 
 /* True when Accept-Encoding allows gzip (gzip, x-gzip or * with q > 0). */
 bool http_accepts_gzip(const char *accept_encoding);
-
-/* One listen address: "1.2.3.4:9477", "[::1]:9477", ":9477" (all
- * addresses, IPv6 dual-stack), "localhost:9477". */
-int http_parse_listen_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 
 /* A history window ("5m", "300", "90s"): 1 s .. max_usec. -EINVAL for
  * syntax, -ERANGE out of range. */

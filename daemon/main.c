@@ -53,6 +53,10 @@ int main(int argc, char **argv)
 	if (args.check_config) {
 		char summary[512], engines[320];
 
+		if (daemon_check_start(cfg) < 0) {
+			config_free(cfg);
+			return EX_CONFIG;
+		}
 		config_summary(cfg, summary, sizeof(summary));
 		daemon_check_engines(cfg, engines, sizeof(engines));
 		printf("%s; %s\n", summary, engines);

@@ -54,44 +54,6 @@ static void test_gzip_only_when_accepted(void **state)
 	assert_false(http_accepts_gzip("br, deflate"));
 }
 
-static void test_listen_addresses_ipv4_ipv6_and_all(void **state)
-{
-	struct sockaddr_storage ss;
-	struct sockaddr_in *sa4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)&ss;
-	socklen_t len;
-	char buf[INET6_ADDRSTRLEN];
-
-	assert_int_equal(http_parse_listen_address("127.0.0.1:9477", &ss, &len), 0);
-	assert_int_equal(ss.ss_family, AF_INET);
-	assert_int_equal(ntohs(sa4->sin_port), 9477);
-	assert_int_equal(len, sizeof(struct sockaddr_in));
-
-	assert_int_equal(http_parse_listen_address("[::1]:9477", &ss, &len), 0);
-	assert_int_equal(ss.ss_family, AF_INET6);
-	assert_string_equal(inet_ntop(AF_INET6, &sa6->sin6_addr, buf, sizeof(buf)), "::1");
-	assert_int_equal(ntohs(sa6->sin6_port), 9477);
-
-	/* ":PORT" is every address, IPv6 dual-stack */
-	assert_int_equal(http_parse_listen_address(":9100", &ss, &len), 0);
-	assert_int_equal(ss.ss_family, AF_INET6);
-	assert_memory_equal(&sa6->sin6_addr, &in6addr_any, sizeof(in6addr_any));
-	assert_int_equal(ntohs(sa6->sin6_port), 9100);
-
-	assert_int_equal(http_parse_listen_address("0.0.0.0:1", &ss, &len), 0);
-	assert_int_equal(http_parse_listen_address("localhost:9477", &ss, &len), 0);
-
-	assert_int_equal(http_parse_listen_address("127.0.0.1", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("127.0.0.1:", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("127.0.0.1:0", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("127.0.0.1:65536", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("127.0.0.1:+80", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("::1:9477", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("[::1]9477", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("[::1:9477", &ss, &len), -EINVAL);
-	assert_int_equal(http_parse_listen_address("[nonsense]:9477", &ss, &len), -EINVAL);
-}
-
 static void test_window_values_and_bad_values(void **state)
 {
 	uint64_t usec;
@@ -131,7 +93,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openmetrics_only_when_asked_for),
 		cmocka_unit_test(test_gzip_only_when_accepted),
-		cmocka_unit_test(test_listen_addresses_ipv4_ipv6_and_all),
 		cmocka_unit_test(test_window_values_and_bad_values),
 		cmocka_unit_test(test_names_in_queries),
 	};
