@@ -246,17 +246,33 @@ static json_t *held_by_json(const struct device_state *d)
 	return a;
 }
 
+/* The burst bucket iopsd learned (null until it saw one run out). */
+static json_t *learned_burst_json(const struct device_ceiling *c)
+{
+	if (!c->has_learned_burst) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
+			 "iops_estimate", num(c->burst_iops_estimate),
+			 "base_iops_estimate", num(c->burst_base_iops_estimate),
+			 "credits_estimate", num(c->burst_credits_estimate),
+			 "duration_seconds", num(c->burst_duration_seconds),
+			 "exhausted_time", c->burst_exhausted_realtime_usec ? seconds(c->burst_exhausted_realtime_usec)
+									 : json_null());
+}
+
 static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o}",
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o}",
 			 "throttled", c->is_throttled,
 			 "held_by", held_by_json(d),
 			 "saturated", c->is_saturated,
 			 "iops_estimate", num_or_null(c->iops_ceiling_estimate),
 			 "throughput_estimate_bytes_per_second", num_or_null(c->throughput_ceiling_estimate),
-			 "burst_balance_ratio", c->has_burst_model ? num(c->burst_balance_ratio) : json_null());
+			 "burst_balance_ratio", c->has_burst_model ? num(c->burst_balance_ratio) : json_null(),
+			 "burst", learned_burst_json(c));
 }
 
 static json_t *device_json(const struct device_state *d)

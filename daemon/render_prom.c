@@ -486,6 +486,25 @@ static void emit_burst_balance(struct writer *w, const struct device_family *f, 
 	}
 }
 
+/* A figure of the burst bucket iopsd learned, once it saw one run out. */
+static void emit_learned_burst(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	double v;
+
+	if (!d->ceiling.has_learned_burst) {
+		return;
+	}
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v);
+}
+
+static void emit_burst_exhausted(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	if (d->ceiling.has_learned_burst && d->ceiling.burst_exhausted_realtime_usec > 0) {
+		sample_device(w, f->name, d, (double)d->ceiling.burst_exhausted_realtime_usec / (double)USEC_PER_SEC);
+	}
+}
+
 /* md/dm: one series per member, 1 while it holds the array. */
 static void emit_held_by(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
@@ -576,8 +595,22 @@ static const struct device_family device_families[] = {
 	 "Seconds the device ran at its declared limit (ratio at or above ceiling_threshold).",
 	 emit_at_ceiling},
 	{"iopsd_device_burst_balance_ratio", FAMILY_GAUGE,
-	 "Modelled burst credit balance, 0 (empty) to 1 (full), for devices with a burst model.",
+	 "Modelled burst credit balance, 0 (empty) to 1 (full), for devices with a burst model (declared, or learned from a burst seen to run out).",
 	 emit_burst_balance},
+	{"iopsd_device_burst_iops_estimate", FAMILY_GAUGE,
+	 "IOPS of the last burst iopsd saw run out under the same demand (learned, declared model or not).",
+	 emit_learned_burst, CEILING(burst_iops_estimate)},
+	{"iopsd_device_burst_base_iops_estimate", FAMILY_GAUGE,
+	 "IOPS the device settled to when that burst ran out: its base rate, at which credits come back.",
+	 emit_learned_burst, CEILING(burst_base_iops_estimate)},
+	{"iopsd_device_burst_credits_estimate", FAMILY_GAUGE,
+	 "Size of the learned burst bucket in I/Os over the base: (burst - base) x the burst's length.",
+	 emit_learned_burst, CEILING(burst_credits_estimate)},
+	{"iopsd_device_burst_duration_seconds", FAMILY_GAUGE,
+	 "How long the last burst lasted, from the start of the demand to running out.",
+	 emit_learned_burst, CEILING(burst_duration_seconds)},
+	{"iopsd_device_burst_exhausted_timestamp_seconds", FAMILY_GAUGE,
+	 "When the last burst ran out, seconds since the epoch.", emit_burst_exhausted},
 	{"iopsd_device_throttled", FAMILY_GAUGE,
 	 "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), else 0.",
 	 emit_ceiling_flag, CEILING(is_throttled)},

@@ -28,6 +28,7 @@ void ceiling_params_default(struct ceiling_params *ret)
 		.contradict_samples = 3,
 		.saturation = 0.95,
 	};
+	burst_params_default(&ret->burst);
 }
 
 void ceiling_state_init(struct ceiling_state *st)
@@ -188,18 +189,10 @@ static bool has_burst_model(const struct device_config *dc)
 	return dc && dc->burst_iops > 0 && dc->burst_credits > 0 && dc->credit_rate > 0;
 }
 
-void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, const struct device_config *dc,
-		    const struct device_rates *r, struct device_ceiling *ret)
+/* The declared bucket starts full when the model appears and goes away
+ * with it. */
+static void declare_bucket(struct ceiling_state *st, const struct device_config *dc)
 {
-	struct ceiling_sample *s;
-	double iops, bytes, threshold;
-
-	*ret = (struct device_ceiling){
-		.iops_limit = dc ? dc->iops_limit : 0,
-		.throughput_limit = dc ? dc->throughput_limit : 0,
-		.iops_limit_ratio = NAN,
-		.throughput_limit_ratio = NAN,
-	};
 	if (has_burst_model(dc) && !st->has_burst_balance) {
 		/* A volume starts with a full bucket (gp2 does); iopsd cannot
 		 * know what was spent before it started. */
@@ -208,20 +201,69 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	} else if (!has_burst_model(dc)) {
 		st->has_burst_balance = false;
 	}
+}
+
+/* gp2 and QEMU alike: credits accrue at the baseline rate and every I/O
+ * spends one; the bucket holds at most burst_credits. A device held at its
+ * baseline with requests waiting has an empty bucket, whatever the last
+ * percent of the count says (QEMU lets a tenth of a second of burst through
+ * before it starts counting; iopsd may have missed a second). */
+static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
+				  const struct device_config *dc, const struct ceiling_sample *s,
+				  struct device_ceiling *ret)
+{
+	if (!st->has_burst_balance) {
+		return;
+	}
+	st->burst_balance += (dc->credit_rate - s->iops) * s->interval_sec;
+	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
+	if (st->burst_balance < 0.01 * (double)dc->burst_credits && is_queueing(p, s) &&
+	    s->iops <= dc->credit_rate * 1.1) {
+		st->burst_balance = 0.0;
+	}
+	if (ret->iops_limit == 0) {
+		/* No fixed limit: the limit now is the burst rate while
+		 * credits last, the baseline once they are spent. */
+		ret->iops_limit = st->burst_balance >= 1.0 ? dc->burst_iops : (uint64_t)llround(dc->credit_rate);
+	}
+}
+
+static void count_at_limit(struct ceiling_state *st, const struct device_config *dc,
+			   const struct ceiling_sample *s, struct device_ceiling *ret)
+{
+	double threshold = dc && dc->ceiling_threshold > 0 ? dc->ceiling_threshold : 0.95;
+
+	if (ret->iops_limit > 0) {
+		ret->iops_limit_ratio = s->iops / (double)ret->iops_limit;
+		if (ret->iops_limit_ratio >= threshold) {
+			st->at_ceiling_iops_sec += s->interval_sec;
+			ret->is_at_limit = true;
+		}
+	}
+	if (ret->throughput_limit > 0) {
+		ret->throughput_limit_ratio = s->bytes_per_sec / (double)ret->throughput_limit;
+		if (ret->throughput_limit_ratio >= threshold) {
+			st->at_ceiling_throughput_sec += s->interval_sec;
+			ret->is_at_limit = true;
+		}
+	}
+}
+
+/* Store the interval in the window; NULL for a gap (the window restarts,
+ * estimates and counters stay). */
+static const struct ceiling_sample *push_sample(struct ceiling_state *st, const struct device_rates *r)
+{
+	struct ceiling_sample *s;
 
 	if (!r->valid || !(r->interval_sec > 0)) {
-		/* A gap: the window restarts, estimates and counters stay. */
 		st->n = 0;
-		goto out;
+		return NULL;
 	}
-	iops = r->read_iops + r->write_iops;
-	bytes = r->read_bytes_per_sec + r->write_bytes_per_sec;
-
 	s = &st->ring[st->head];
 	*s = (struct ceiling_sample){
 		.interval_sec = r->interval_sec,
-		.iops = iops,
-		.bytes_per_sec = bytes,
+		.iops = r->read_iops + r->write_iops,
+		.bytes_per_sec = r->read_bytes_per_sec + r->write_bytes_per_sec,
 		.queue_depth = r->queue_depth,
 		.utilization = r->utilization,
 		.own_ops = st->pending_own_ops,
@@ -231,52 +273,99 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	if (st->n < CEILING_WINDOW_MAX) {
 		st->n++;
 	}
+	return s;
+}
 
+/* A burst is not the ceiling. While a bucket (declared, or learned from a
+ * burst seen to run out) has credits and the device runs near its burst
+ * rate, the flat top is the burst: no plateau is taken from it, and the
+ * estimate stays at the base. When a burst is seen to run out, the level
+ * it settled to is the ceiling at once, without waiting for a window of
+ * it. Otherwise the plateau test runs. */
+static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params *p,
+			   const struct device_config *dc, const struct ceiling_sample *s)
+{
+	struct burst_sample bs = {s->interval_sec, s->iops, s->bytes_per_sec, is_queueing(p, s)};
+	const struct burst_model *m = &st->burst.model;
+	bool is_bursting;
+
+	if (burst_tracker_update(&st->burst, &p->burst, &bs, st->now_usec)) {
+		st->iops = (struct ceiling_detector){.estimate = m->base_iops, .is_active = true};
+		st->throughput = (struct ceiling_detector){.estimate = m->base_bytes_per_sec, .is_active = true};
+		return;
+	}
 	if (st->has_burst_balance) {
-		/* gp2: credits accrue at the baseline rate and every I/O spends
-		 * one; the bucket holds at most burst_credits. */
-		st->burst_balance += (dc->credit_rate - iops) * r->interval_sec;
-		st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
-		if (ret->iops_limit == 0) {
-			/* No fixed limit: the limit now is the burst rate while
-			 * credits last, the baseline once they are spent. */
-			ret->iops_limit = st->burst_balance >= 1.0 ? dc->burst_iops
-								   : (uint64_t)llround(dc->credit_rate);
-		}
+		is_bursting = st->burst_balance >= 1.0 && s->iops > dc->credit_rate * 1.1 &&
+			      s->iops >= 0.8 * (double)dc->burst_iops;
+	} else {
+		is_bursting = burst_model_is_bursting(m, s->iops);
 	}
-
-	threshold = dc && dc->ceiling_threshold > 0 ? dc->ceiling_threshold : 0.95;
-	if (ret->iops_limit > 0) {
-		ret->iops_limit_ratio = iops / (double)ret->iops_limit;
-		if (ret->iops_limit_ratio >= threshold) {
-			st->at_ceiling_iops_sec += r->interval_sec;
-			ret->is_at_limit = true;
-		}
+	if (is_bursting) {
+		st->iops.is_active = st->throughput.is_active = false;
+		st->iops.n_above = st->throughput.n_above = 0;
+		return;
 	}
-	if (ret->throughput_limit > 0) {
-		ret->throughput_limit_ratio = bytes / (double)ret->throughput_limit;
-		if (ret->throughput_limit_ratio >= threshold) {
-			st->at_ceiling_throughput_sec += r->interval_sec;
-			ret->is_at_limit = true;
-		}
-	}
-
 	detect(st, p, RESOURCE_IOPS);
 	detect(st, p, RESOURCE_THROUGHPUT);
-	ret->is_throttled = st->iops.is_active || st->throughput.is_active;
-	ret->is_saturated = r->utilization >= p->saturation;
+}
 
-out:
+static void fill_burst(const struct ceiling_state *st, const struct device_config *dc, struct device_ceiling *ret)
+{
+	const struct burst_model *m = &st->burst.model;
+
+	if (st->has_burst_balance) {
+		ret->has_burst_model = true;
+		ret->burst_balance_ratio = st->burst_balance / (double)dc->burst_credits;
+	} else if (m->is_known && m->credits > 0) {
+		ret->has_burst_model = true;
+		ret->burst_balance_ratio = m->balance / m->credits;
+	}
+	if (m->is_known) {
+		ret->has_learned_burst = true;
+		ret->burst_iops_estimate = m->burst_iops;
+		ret->burst_base_iops_estimate = m->base_iops;
+		ret->burst_credits_estimate = m->credits;
+		ret->burst_duration_seconds = m->duration_sec;
+		ret->burst_exhausted_realtime_usec = m->exhausted_usec;
+	}
+}
+
+void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, const struct device_config *dc,
+		    const struct device_rates *r, struct device_ceiling *ret)
+{
+	const struct ceiling_sample *s;
+
+	*ret = (struct device_ceiling){
+		.iops_limit = dc ? dc->iops_limit : 0,
+		.throughput_limit = dc ? dc->throughput_limit : 0,
+		.iops_limit_ratio = NAN,
+		.throughput_limit_ratio = NAN,
+	};
+	declare_bucket(st, dc);
+	s = push_sample(st, r);
+	if (s) {
+		spend_declared_bucket(st, p, dc, s, ret);
+		count_at_limit(st, dc, s, ret);
+		judge_plateaus(st, p, dc, s);
+		ret->is_throttled = st->iops.is_active || st->throughput.is_active;
+		ret->is_saturated = r->utilization >= p->saturation;
+	}
 	ret->at_ceiling_iops_seconds = st->at_ceiling_iops_sec;
 	ret->at_ceiling_throughput_seconds = st->at_ceiling_throughput_sec;
-	ret->has_burst_model = st->has_burst_balance;
-	ret->burst_balance_ratio = st->has_burst_balance ? st->burst_balance / (double)dc->burst_credits : 0.0;
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
+	fill_burst(st, dc, ret);
 }
 
 void ceiling_state_measured(struct ceiling_state *st, double iops, double bytes_per_sec)
 {
+	const struct burst_model *m = &st->burst.model;
+
+	if (m->is_known && iops >= 0.8 * m->burst_iops) {
+		/* a quiet volume with credits bursts: this measured the
+		 * burst, which is not the ceiling */
+		return;
+	}
 	if (iops > 0) {
 		st->iops.estimate = iops;
 		st->iops.n_above = 0;
@@ -320,6 +409,7 @@ struct ceiling_entry {
 
 struct ceiling_set {
 	struct ceiling_params params;
+	uint64_t now_usec;            /* ceiling_set_start_sample() */
 	struct ceiling_entry **entries;
 	size_t n, allocated;
 	struct name_index index;
@@ -463,8 +553,14 @@ int ceiling_set_update(struct ceiling_set *s, const char *name, const struct dev
 		p.outlier_fraction = p.member_outlier_fraction;
 	}
 	e->is_seen = true;
+	e->state.now_usec = s->now_usec;
 	ceiling_update(&e->state, &p, dc, &x, ret);
 	return 0;
+}
+
+void ceiling_set_start_sample(struct ceiling_set *s, uint64_t realtime_usec)
+{
+	s->now_usec = realtime_usec;
 }
 
 bool ceiling_set_is_queueing(const struct ceiling_set *s, const struct device_rates *r)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "burst.h"
 #include "config.h"
 #include "device.h"
 #include "diskstats.h"
@@ -35,6 +36,7 @@ struct ceiling_params {
 	double contradict_factor;     /* an estimate exceeded by this factor ... (1.10) */
 	unsigned contradict_samples;  /* ... for this many samples in a row is dropped (3) */
 	double saturation;            /* busy ratio from which a device is saturated (0.95) */
+	struct burst_params burst;    /* learning a burst bucket (burst.h) */
 };
 
 void ceiling_params_default(struct ceiling_params *ret);
@@ -66,6 +68,9 @@ struct ceiling_state {
 	bool has_burst_balance;
 	double burst_balance;         /* credits */
 	double pending_own_ops;       /* noted since the last sample */
+	struct burst_tracker burst;   /* the burst bucket learned from the samples */
+	uint64_t now_usec;            /* CLOCK_REALTIME at the end of the interval fed next; the set
+				       * fills it, 0 when unknown */
 };
 
 void ceiling_state_init(struct ceiling_state *st);
@@ -108,6 +113,10 @@ struct ceiling_set *ceiling_set_free(struct ceiling_set *s);
 int ceiling_set_update(struct ceiling_set *s, const char *name, const struct device_config *dc,
 		       const struct device_rates *r, const struct device_rates *member, bool is_array_member,
 		       struct device_ceiling *ret);
+/* The sample about to be fed ends at `realtime_usec` (for the times the
+ * states report, such as when a burst ran out). */
+void ceiling_set_start_sample(struct ceiling_set *s, uint64_t realtime_usec);
+
 /* Whether rates `r` are a queueing sample by the set's parameters (requests
  * waiting, device busy): the evidence the plateau test counts. */
 bool ceiling_set_is_queueing(const struct ceiling_set *s, const struct device_rates *r);

@@ -62,8 +62,14 @@ struct device_ceiling {
 	double at_ceiling_throughput_seconds;
 	bool is_at_limit;               /* this interval: IOPS or throughput at ceiling_threshold
 					 * of its declared limit or above */
-	bool has_burst_model;
+	bool has_burst_model;           /* declared, or learned (below) */
 	double burst_balance_ratio;     /* 0..1 */
+	bool has_learned_burst;         /* a burst was seen to run out (probes/burst.h) */
+	double burst_iops_estimate;     /* its rate */
+	double burst_base_iops_estimate; /* the level it settled to */
+	double burst_credits_estimate;  /* bucket size: (rate - base) x length */
+	double burst_duration_seconds;  /* length of the last burst */
+	uint64_t burst_exhausted_realtime_usec; /* when it ran out, 0 when unknown */
 	bool is_throttled;              /* its own plateau, or held by a member (below) */
 	uint64_t held_by_mask;          /* md/dm: bit k set while the k-th name of topo.members
 					 * is throttled (or itself held), which holds the array:

@@ -641,11 +641,40 @@ static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struc
 	return 0;
 }
 
+/* Each device's rates over the interval since the previous sample (none
+ * for a device seen for the first time); a reset, or a loop device that was
+ * set up, asks for the topology again. */
+static void derive_rates(struct sampler *s, size_t n, uint64_t mono)
+{
+	double interval_sec;
+
+	interval_sec = s->has_last ? (double)(mono - s->last_monotonic_usec) / (double)USEC_PER_SEC : 0.0;
+	for (size_t i = 0; i < n; i++) {
+		struct sampler_dev *sd = &s->devs[i];
+		const struct diskstats_raw *cur = &s->cur[i];
+
+		if (sd->has_prev) {
+			diskstats_derive(&sd->raw, cur, interval_sec, &sd->rates);
+			if (!sd->rates.valid) {
+				/* reset or replaced: its sysfs may have changed too */
+				s->need_refresh = true;
+			} else if (s->topo && s->topo->devices[i].is_unused_loop &&
+				   (cur->reads != sd->raw.reads || cur->writes != sd->raw.writes)) {
+				/* an unused loop device was just set up */
+				s->need_refresh = true;
+			}
+		} else {
+			sd->rates = (struct device_rates){.interval_sec = interval_sec};
+		}
+		sd->raw = *cur;
+		sd->has_prev = true;
+	}
+}
+
 int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 {
 	struct sampler_snapshot *snap = NULL;
 	uint64_t mono, real;
-	double interval_sec;
 	size_t n_bad = 0, n;
 	bool same;
 	int r;
@@ -674,27 +703,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 		}
 	}
 
-	interval_sec = s->has_last ? (double)(mono - s->last_monotonic_usec) / (double)USEC_PER_SEC : 0.0;
-	for (size_t i = 0; i < n; i++) {
-		struct sampler_dev *sd = &s->devs[i];
-		const struct diskstats_raw *cur = &s->cur[i];
-
-		if (sd->has_prev) {
-			diskstats_derive(&sd->raw, cur, interval_sec, &sd->rates);
-			if (!sd->rates.valid) {
-				/* reset or replaced: its sysfs may have changed too */
-				s->need_refresh = true;
-			} else if (s->topo && s->topo->devices[i].is_unused_loop &&
-				   (cur->reads != sd->raw.reads || cur->writes != sd->raw.writes)) {
-				/* an unused loop device was just set up */
-				s->need_refresh = true;
-			}
-		} else {
-			sd->rates = (struct device_rates){.interval_sec = interval_sec};
-		}
-		sd->raw = *cur;
-		sd->has_prev = true;
-	}
+	derive_rates(s, n, mono);
 	s->has_last = true;
 	s->last_monotonic_usec = mono;
 
@@ -708,6 +717,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	for (size_t i = 0; i < n; i++) {
 		derive_member_rates(s, i);
 	}
+	ceiling_set_start_sample(s->ceilings, real);
 	for (size_t i = 0; i < n; i++) {
 		if (s->devs[i].is_tracked) {
 			update_ceiling(s, &s->devs[i], s->devs[i].dc);

@@ -156,6 +156,16 @@ static struct sampler_snapshot *fixture_samples(void)
 	return ss;
 }
 
+void fixture_learned_burst(struct device_ceiling *c)
+{
+	c->has_learned_burst = true;
+	c->burst_iops_estimate = 3000;
+	c->burst_base_iops_estimate = 1000;
+	c->burst_credits_estimate = 60000;
+	c->burst_duration_seconds = 30;
+	c->burst_exhausted_realtime_usec = 1699999970500000ULL;
+}
+
 static void latency(struct histogram *h, unsigned n, uint64_t base_ns)
 {
 	histogram_init(h);

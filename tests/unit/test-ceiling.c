@@ -699,6 +699,351 @@ static void test_md_array_uses_its_members_queue_and_busy_time(void **state)
 	ceiling_set_free(s);
 }
 
+/* Recorded by iopsd in a QEMU guest (TCG), fio randread 4k QD16 on a volume
+ * with throttling.iops-total=1000, iops-total-max=3000,
+ * iops-total-max-length=20 (a bucket of 60000 I/Os over the base): per
+ * second IOPS, aqu-sz, %util. qemu_burst_twice runs 60 s, idles 40 s (the
+ * bucket refills 40000), and runs 50 s again; qemu_burst_declared is the
+ * same volume fresh, with the model declared; qemu_cap_1000_to_2000 had
+ * its cap moved by block_set_io_throttle 30 s into the run. */
+/* qemu_burst_twice: 156 samples, steps 0.99..1.0 */
+static const double qemu_burst_twice[][3] = {
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {1900.8, 7.51, 51.7}, {3002.1, 14.84, 100.0}, {2999.7, 15.02, 100.0},
+	{2997.7, 14.85, 99.6}, {2998.0, 15.02, 100.0}, {3001.0, 14.97, 100.0}, {3002.7, 14.86, 99.6}, {2999.5, 14.65, 99.2},
+	{3000.7, 14.84, 100.0}, {2999.3, 14.56, 99.9}, {3002.3, 14.96, 100.0}, {2995.3, 15.00, 99.2}, {3003.6, 14.91, 100.0},
+	{2999.4, 14.72, 99.2}, {3000.0, 14.96, 99.2}, {3000.2, 14.79, 100.0}, {2999.5, 14.71, 99.2}, {3000.0, 14.66, 100.0},
+	{2998.8, 14.86, 99.9}, {3000.8, 14.94, 99.7}, {2999.0, 14.87, 99.6}, {2998.1, 14.42, 99.7}, {2994.1, 14.78, 99.8},
+	{3008.8, 14.73, 100.0}, {3001.8, 14.93, 100.0}, {2999.3, 14.91, 99.6}, {2999.4, 14.92, 100.0}, {2999.6, 14.84, 100.0},
+	{2996.7, 15.04, 100.0}, {3003.5, 15.04, 100.0}, {1634.9, 15.45, 100.0}, {1000.0, 15.81, 100.0}, {1000.0, 15.83, 100.0},
+	{997.5, 15.79, 99.8}, {1002.6, 15.86, 100.0}, {1000.0, 15.82, 100.0}, {1000.0, 15.82, 100.0}, {999.6, 15.80, 100.0},
+	{1000.4, 15.84, 100.0}, {1000.0, 15.82, 100.0}, {998.9, 15.80, 99.9}, {1001.7, 15.78, 100.0}, {997.6, 15.71, 99.9},
+	{1001.5, 15.82, 100.0}, {999.2, 15.73, 99.7}, {1001.3, 15.79, 100.0}, {997.5, 15.77, 99.7}, {1002.1, 15.84, 100.0},
+	{1000.5, 15.77, 99.7}, {998.5, 15.77, 100.0}, {1000.1, 15.75, 99.9}, {1000.9, 15.80, 100.0}, {1000.0, 15.80, 100.0},
+	{999.9, 15.80, 100.0}, {1000.3, 15.79, 100.0}, {999.6, 15.76, 100.0}, {1000.2, 15.76, 99.7}, {999.5, 15.73, 100.0},
+	{999.7, 15.76, 100.0}, {1000.0, 15.79, 100.0}, {463.0, 7.32, 46.4}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {1247.0, 4.27, 31.2}, {2997.1, 14.86, 100.0},
+	{3000.2, 14.89, 99.8}, {3002.1, 14.90, 99.8}, {2998.2, 14.89, 100.0}, {3001.7, 14.64, 100.0}, {2995.7, 14.84, 99.6},
+	{3004.2, 15.05, 100.0}, {2998.9, 14.85, 99.6}, {2999.9, 14.84, 99.9}, {3000.5, 14.85, 99.7}, {2999.4, 14.80, 100.0},
+	{2996.1, 14.60, 100.0}, {3005.5, 13.67, 98.4}, {3000.5, 14.71, 100.0}, {2998.8, 14.88, 99.7}, {2995.6, 15.01, 100.0},
+	{3004.9, 14.96, 100.0}, {3000.7, 15.00, 100.0}, {2998.1, 14.91, 99.6}, {2999.7, 14.88, 100.0}, {1292.1, 15.48, 100.0},
+	{1000.2, 15.78, 99.7}, {999.5, 15.79, 100.0}, {1000.4, 15.80, 100.0}, {996.6, 15.71, 99.5}, {1000.6, 15.80, 100.0},
+	{1002.9, 15.79, 100.0}, {1000.1, 15.78, 100.0}, {999.6, 15.79, 100.0}, {1001.2, 15.82, 99.7}, {998.1, 15.78, 100.0},
+	{1001.4, 15.77, 100.0}, {999.2, 15.76, 99.7}, {999.5, 15.79, 100.0}, {1001.0, 15.79, 100.0}, {998.9, 15.77, 100.0},
+	{1000.9, 15.61, 100.0}, {1000.2, 15.77, 100.0}, {1000.7, 15.76, 100.0}, {998.7, 15.75, 99.7}, {998.6, 15.69, 99.9},
+	{1001.8, 15.61, 100.0}, {1000.0, 15.78, 99.7}, {999.1, 15.76, 99.9}, {1001.1, 15.76, 100.0}, {1000.0, 15.78, 100.0},
+	{999.5, 15.65, 99.7}, {999.9, 15.53, 100.0}, {999.7, 15.73, 100.0}, {683.9, 10.78, 68.8}, {0.0, 0.00, 0.0},
+	{0.0, 0.00, 0.0},
+};
+/* qemu_burst_declared: 59 samples, steps 0.99..1.01 */
+static const double qemu_burst_declared[][3] = {
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {3030.3, 11.97, 88.3}, {3002.7, 14.88, 100.0}, {3001.4, 14.86, 100.0},
+	{3000.6, 14.72, 100.0}, {2999.8, 14.75, 100.0}, {2997.1, 14.92, 99.6}, {3001.8, 14.51, 99.7}, {3000.3, 14.41, 99.6},
+	{2998.9, 14.80, 99.9}, {2999.7, 14.63, 100.0}, {3000.0, 14.74, 100.0}, {3002.0, 14.92, 100.0}, {2997.5, 14.76, 100.0},
+	{3000.4, 14.89, 99.7}, {3001.6, 14.76, 100.0}, {2999.7, 14.44, 100.0}, {2997.8, 14.70, 100.0}, {3002.0, 14.80, 100.0},
+	{2999.1, 14.78, 99.6}, {3000.0, 14.52, 100.0}, {3000.3, 14.61, 100.0}, {3000.4, 14.28, 99.6}, {2999.3, 14.69, 99.6},
+	{3002.4, 14.79, 100.0}, {2997.4, 14.59, 100.0}, {2997.9, 14.94, 99.6}, {3003.4, 14.53, 100.0}, {2998.2, 14.59, 99.6},
+	{2999.7, 14.61, 100.0}, {2880.9, 14.72, 99.9}, {997.7, 15.68, 99.5}, {1003.5, 15.81, 100.0}, {998.5, 15.67, 99.7},
+	{1001.1, 15.80, 100.0}, {998.2, 15.71, 99.6}, {1001.1, 15.77, 100.0}, {999.5, 15.71, 100.0}, {1000.1, 15.77, 100.0},
+	{1000.0, 15.64, 99.7}, {1000.7, 15.77, 100.0}, {1000.5, 15.64, 100.0}, {998.0, 15.75, 99.6}, {1001.3, 15.76, 100.0},
+	{1000.3, 15.75, 99.9}, {1000.2, 15.77, 99.7}, {998.8, 15.69, 100.0}, {999.9, 15.70, 100.0}, {1000.9, 15.71, 100.0},
+	{1000.3, 15.75, 100.0}, {1000.1, 15.73, 99.9}, {1000.4, 15.76, 100.0}, {999.0, 15.73, 99.9}, {999.4, 15.72, 99.7},
+	{999.2, 15.71, 100.0}, {1000.4, 15.75, 99.8}, {96.0, 1.51, 9.6}, {0.0, 0.00, 0.0},
+};
+/* qemu_cap_1000_to_2000: 75 samples, steps 0.98..1.01 */
+static const double qemu_cap_1000_to_2000[][3] = {
+	{0.0, 0.00, 0.0}, {0.0, 0.00, 0.0}, {612.6, 7.68, 50.4}, {1000.5, 15.79, 99.6}, {999.6, 15.79, 100.0},
+	{1000.4, 15.78, 100.0}, {1000.7, 15.81, 100.0}, {998.9, 15.80, 100.0}, {1000.0, 15.75, 100.0}, {1000.5, 15.79, 99.7},
+	{999.0, 15.75, 100.0}, {1000.9, 15.79, 100.0}, {1000.9, 15.78, 100.0}, {999.0, 15.66, 100.0}, {998.3, 15.73, 99.5},
+	{999.9, 15.71, 100.0}, {1001.3, 15.81, 100.0}, {1000.5, 15.74, 100.0}, {1000.1, 15.78, 99.7}, {999.9, 15.77, 100.0},
+	{999.9, 15.72, 99.7}, {1000.1, 15.78, 100.0}, {999.6, 15.80, 99.7}, {1000.5, 15.77, 100.0}, {999.2, 15.72, 100.0},
+	{999.9, 15.73, 99.7}, {1001.5, 15.81, 100.0}, {998.6, 15.77, 99.7}, {1001.2, 15.76, 100.0}, {999.4, 15.75, 100.0},
+	{999.2, 15.69, 99.6}, {1000.8, 15.73, 100.0}, {1676.6, 15.36, 98.9}, {1999.4, 14.73, 99.2}, {1998.8, 15.29, 100.0},
+	{1993.4, 15.31, 99.6}, {2008.3, 14.71, 100.0}, {1999.2, 14.90, 99.8}, {1976.1, 14.11, 98.0}, {2023.8, 13.46, 99.9},
+	{1998.5, 14.82, 99.8}, {2001.3, 14.58, 98.4}, {1990.9, 14.77, 99.5}, {2010.3, 13.46, 98.4}, {1999.2, 13.75, 97.4},
+	{1992.0, 15.01, 99.4}, {2007.4, 14.98, 99.3}, {2001.3, 14.92, 99.4}, {1998.7, 14.94, 99.3}, {1999.7, 11.42, 97.3},
+	{1999.0, 13.42, 98.8}, {2000.4, 15.01, 98.7}, {2001.2, 13.23, 97.6}, {2001.7, 13.96, 100.0}, {1998.7, 12.28, 90.9},
+	{1999.0, 14.79, 100.0}, {1998.5, 13.33, 98.9}, {2001.7, 14.54, 99.2}, {1987.4, 14.86, 99.3}, {1869.7, 14.65, 99.4},
+	{2000.6, 15.20, 100.0}, {1999.0, 14.22, 98.0}, {2001.7, 14.02, 97.8}, {1851.5, 12.24, 98.5}, {1997.2, 14.58, 99.9},
+	{1999.5, 14.60, 98.8}, {1992.2, 12.14, 93.1}, {2006.8, 14.63, 99.1}, {1994.6, 12.79, 94.6}, {1991.0, 14.86, 99.1},
+	{2016.1, 14.67, 100.0}, {2000.7, 15.31, 100.0}, {979.9, 7.59, 48.7}, {0.0, 0.00, 0.0}, {0.0, 0.00, 0.0},
+};
+
+struct burst_run {
+	struct run r;
+	int first_exhausted;      /* sample at which a burst was seen to run out, -1 never */
+	int first_throttled_after; /* first throttled sample at or after `after`, -1 never */
+	unsigned n_throttled_in;   /* throttled samples in [from, to) */
+	unsigned from, to, after;
+};
+
+static void feed_recorded(struct burst_run *b, const struct device_config *dc, const double (*x)[3], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool was_known = b->r.st.burst.model.is_known;
+		uint64_t exhausted = b->r.st.burst.model.exhausted_usec;
+
+		b->r.st.now_usec = (1700000000ULL + b->r.t + 1) * USEC_PER_SEC;
+		feed_dc(&b->r, dc, rates(x[i][0], 4096, x[i][1], x[i][2] / 100));
+		if (b->first_exhausted < 0 && b->r.st.burst.model.is_known &&
+		    (!was_known || b->r.st.burst.model.exhausted_usec != exhausted)) {
+			b->first_exhausted = (int)b->r.t - 1;
+		}
+		if (b->r.out.is_throttled && b->r.t - 1 >= b->from && b->r.t - 1 < b->to) {
+			b->n_throttled_in++;
+		}
+		if (b->r.out.is_throttled && b->first_throttled_after < 0 && b->r.t - 1 >= b->after) {
+			b->first_throttled_after = (int)b->r.t - 1;
+		}
+	}
+}
+
+static void burst_run_init(struct burst_run *b, unsigned from, unsigned to, unsigned after)
+{
+	run_init(&b->r);
+	b->first_exhausted = b->first_throttled_after = -1;
+	b->n_throttled_in = 0;
+	b->from = from;
+	b->to = to;
+	b->after = after;
+}
+
+/* The index of the first sample below `level` after `from`. */
+static unsigned first_below(const double (*x)[3], size_t n, size_t from, double level)
+{
+	for (size_t i = from; i < n; i++) {
+		if (x[i][0] > 0 && x[i][0] < level) {
+			return (unsigned)i;
+		}
+	}
+	fail_msg("no sample below %g", level);
+	return 0;
+}
+
+static void test_burst_that_runs_out_is_learned_and_the_base_flagged_at_once(void **state)
+{
+	const size_t n = ELEMENTSOF(qemu_burst_twice);
+	unsigned drop = first_below(qemu_burst_twice, n, 3, 2400);
+	const struct burst_model *m;
+	struct burst_run b;
+
+	/* up to the first drop and 25 s after */
+	burst_run_init(&b, 0, 0, drop);
+	feed_recorded(&b, NULL, qemu_burst_twice, drop + 25);
+	m = &b.r.st.burst.model;
+	assert_true(m->is_known);
+	assert_near(m->burst_iops, 3000, 0.01);
+	assert_near(m->base_iops, 1000, 0.01);
+	/* QEMU's bucket: 3000 x 20 I/Os over the base, 2000 a second: 30 s */
+	assert_near(m->duration_sec, 30, 0.05);
+	assert_near(m->credits, 60000, 0.05);
+	/* seen within settle_samples (5) of the drop, the base flagged then */
+	assert_true(b.first_exhausted >= (int)drop && b.first_exhausted <= (int)drop + 6);
+	assert_true(b.first_throttled_after >= 0 && b.first_throttled_after <= (int)drop + 6);
+	/* the transition second was a third burst: it ran out about 1/3 s in */
+	assert_true(llabs((long long)m->exhausted_usec - (long long)((1700000000ULL + drop) * USEC_PER_SEC +
+								      USEC_PER_SEC / 3)) < (long long)USEC_PER_SEC / 2);
+	assert_near(b.r.out.iops_ceiling_estimate, 1000, 0.01);
+	assert_true(b.r.out.has_learned_burst);
+	assert_near(b.r.out.burst_iops_estimate, 3000, 0.01);
+	assert_true(b.r.out.burst_balance_ratio < 0.01);
+}
+
+/* After 40 s of idle the learned bucket holds 40000 credits: the second
+ * burst (20 s) is the burst, not the ceiling; its end is predicted. */
+static void test_a_burst_after_refill_is_not_flagged_as_the_ceiling(void **state)
+{
+	const size_t n = ELEMENTSOF(qemu_burst_twice);
+	unsigned drop1 = first_below(qemu_burst_twice, n, 3, 2400), again, drop2;
+	double balance_at_drop = -1;
+	struct burst_run b;
+
+	for (again = drop1; qemu_burst_twice[again][0] > 0; again++) {
+	}
+	for (; qemu_burst_twice[again][0] < 2400; again++) {
+	}
+	drop2 = first_below(qemu_burst_twice, n, again, 2400);
+	burst_run_init(&b, again, drop2, drop2);
+	for (size_t i = 0; i < n; i++) {
+		feed_recorded(&b, NULL, qemu_burst_twice + i, 1);
+		if (i == drop2 - 1) {
+			balance_at_drop = b.r.st.burst.model.balance;
+		}
+		if (i >= again && i < drop2) {
+			/* the estimate stays the base through the burst */
+			assert_near(b.r.out.iops_ceiling_estimate, 1000, 0.01);
+		}
+	}
+	assert_int_equal(b.n_throttled_in, 0);
+	/* the learned bucket ran dry within 2 s of QEMU's (2000 credits a second) */
+	assert_true(balance_at_drop >= 0 && balance_at_drop <= 4000);
+	assert_true(b.first_throttled_after >= 0 && b.first_throttled_after <= (int)drop2 + 6);
+	assert_near(b.r.out.iops_ceiling_estimate, 1000, 0.01);
+	/* and the second burst did not shrink the bucket */
+	assert_near(b.r.st.burst.model.credits, 60000, 0.05);
+}
+
+/* QEMU's leaky bucket (util/throttle.c, as documented in its comments),
+ * under a demand that always has requests waiting: a main bucket of
+ * max x length I/Os that leaks at avg, and a burst bucket of max / 10 that
+ * leaks at max; an I/O goes when neither is over its size. Returns the
+ * I/Os of each of n seconds in ret, and when the main bucket first held
+ * one back (the burst ran out). */
+static double qemu_bucket(double avg, double max, double length, size_t n, double *ret)
+{
+	const double step = 1e-4, size = max * length, burst_size = max / 10;
+	double level = 0, burst_level = 0, full_at = -1;
+
+	for (size_t sec = 0; sec < n; sec++) {
+		ret[sec] = 0;
+		for (double t = 0; t < 1.0 - step / 2; t += step) {
+			level = fmax(level - avg * step, 0);
+			burst_level = fmax(burst_level - max * step, 0);
+			while (level <= size && burst_level <= burst_size) {
+				level += 1;
+				burst_level += 1;
+				ret[sec]++;
+			}
+			if (level > size && full_at < 0) {
+				full_at = (double)sec + t;
+			}
+		}
+	}
+	return full_at;
+}
+
+/* The declared model's balance is QEMU's bucket read upside down:
+ * burst_credits = iops-total-max x iops-total-max-length,
+ * credit_rate = iops-total, burst_iops = iops-total-max. It reaches 0
+ * within a second of QEMU holding I/O back, and the burst is not flagged. */
+static void test_declared_model_runs_dry_with_qemus_bucket(void **state)
+{
+	struct device_config dc = {.name = "vdh", .burst_iops = 3000, .burst_credits = 60000,
+				   .credit_rate = 1000, .ceiling_threshold = 0.95};
+	double iops[90], full_at = qemu_bucket(1000, 3000, 20, ELEMENTSOF(iops), iops);
+	int zero_at = -1, first_throttled = -1;
+	struct run r;
+
+	assert_true(full_at > 29 && full_at < 32);
+	run_init(&r);
+	for (size_t i = 0; i < ELEMENTSOF(iops); i++) {
+		r.st.now_usec = (1700000000ULL + i + 1) * USEC_PER_SEC;
+		feed_dc(&r, &dc, rates(iops[i], 4096, 15.8, 1.0));
+		if (zero_at < 0 && r.out.burst_balance_ratio * dc.burst_credits < 1) {
+			zero_at = (int)i + 1; /* the end of sample i */
+		}
+		if (r.out.is_throttled && first_throttled < 0) {
+			first_throttled = (int)i;
+		}
+	}
+	assert_true(fabs(zero_at - full_at) <= 1.0);
+	/* not during the burst; the base within 20 s of running dry */
+	assert_true(first_throttled >= (int)full_at);
+	assert_true(first_throttled <= (int)full_at + 20);
+	assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
+
+	/* the same on the recording of a real guest */
+	run_init(&r);
+	zero_at = first_throttled = -1;
+	for (size_t i = 0; i < ELEMENTSOF(qemu_burst_declared); i++) {
+		const double *x = qemu_burst_declared[i];
+
+		feed_dc(&r, &dc, rates(x[0], 4096, x[1], x[2] / 100));
+		if (zero_at < 0 && r.out.burst_balance_ratio * dc.burst_credits < 1) {
+			zero_at = (int)i;
+		}
+		if (r.out.is_throttled && first_throttled < 0) {
+			first_throttled = (int)i;
+		}
+	}
+	full_at = first_below(qemu_burst_declared, ELEMENTSOF(qemu_burst_declared), 3, 2400);
+	assert_true(fabs(zero_at - full_at) <= 2.0);
+	assert_true(first_throttled >= (int)full_at - 1 && first_throttled <= (int)full_at + 20);
+}
+
+/* Learned without a model, on the simulated bucket: the same numbers. */
+static void test_learned_bucket_matches_qemus(void **state)
+{
+	double iops[80], full_at = qemu_bucket(1000, 3000, 20, ELEMENTSOF(iops), iops);
+	const struct burst_model *m;
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < ELEMENTSOF(iops); i++) {
+		r.st.now_usec = (1700000000ULL + i + 1) * USEC_PER_SEC;
+		feed(&r, rates(iops[i], 4096, 15.8, 1.0));
+	}
+	m = &r.st.burst.model;
+	assert_true(m->is_known);
+	assert_near(m->credits, 60000, 0.03);
+	assert_near(m->burst_iops, 3000, 0.01);
+	assert_true(fabs((double)m->exhausted_usec / USEC_PER_SEC - 1700000000.0 - full_at) < 1.0);
+}
+
+/* The cap moved 1000 -> 2000 under load: the estimate follows within 30 s
+ * (the old plateau is not kept), and a rise is no burst. */
+static void test_live_cap_change_is_followed(void **state)
+{
+	const size_t n = ELEMENTSOF(qemu_cap_1000_to_2000);
+	int moved = -1, followed = -1;
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < n; i++) {
+		feed(&r, rates(qemu_cap_1000_to_2000[i][0], 4096, qemu_cap_1000_to_2000[i][1],
+			       qemu_cap_1000_to_2000[i][2] / 100));
+		if (moved < 0 && qemu_cap_1000_to_2000[i][0] > 1200) {
+			moved = (int)i;
+			assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
+		}
+		if (moved >= 0 && followed < 0 && fabs(r.out.iops_ceiling_estimate - 2000) <= 40) {
+			followed = (int)i;
+		}
+	}
+	assert_true(moved > 0);
+	assert_true(followed > moved && followed <= moved + 30);
+	assert_false(r.st.burst.model.is_known);
+}
+
+/* A cap lowered under load looks like a burst running out. When the next
+ * demand, after the learned bucket refilled, runs at the base from the
+ * start, there was no bucket: the model is forgotten. A ceiling probe's
+ * measurement at the burst rate is not taken for the ceiling. */
+static void test_lowered_cap_taken_for_a_burst_is_forgotten(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(2000 + noise(), 4096, 16, 1.0));
+	}
+	for (unsigned i = 0; i < 20; i++) {
+		feed(&r, rates(1000 + noise(), 4096, 16, 1.0));
+	}
+	assert_true(r.st.burst.model.is_known);
+	ceiling_state_measured(&r.st, 1990, 1990 * 4096.0);
+	assert_near(r.st.iops.estimate, 1000, 0.01);
+	for (unsigned i = 0; i < 60; i++) {
+		feed(&r, rates(0, 0, 0, 0));
+	}
+	assert_true(r.st.burst.model.balance > 0.5 * r.st.burst.model.credits);
+	for (unsigned i = 0; i < 20; i++) {
+		feed(&r, rates(1000 + noise(), 4096, 16, 1.0));
+	}
+	assert_false(r.st.burst.model.is_known);
+	assert_false(r.out.has_learned_burst);
+	assert_true(r.out.is_throttled);
+	/* and now a measurement is a measurement */
+	ceiling_state_measured(&r.st, 1990, 1990 * 4096.0);
+	assert_near(r.st.iops.estimate, 1990, 0.01);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -729,6 +1074,12 @@ int main(void)
 		cmocka_unit_test(test_measurement_becomes_the_estimate),
 		cmocka_unit_test(test_set_keeps_state_by_name_and_forgets_vanished_devices),
 		cmocka_unit_test(test_md_array_uses_its_members_queue_and_busy_time),
+		cmocka_unit_test(test_burst_that_runs_out_is_learned_and_the_base_flagged_at_once),
+		cmocka_unit_test(test_a_burst_after_refill_is_not_flagged_as_the_ceiling),
+		cmocka_unit_test(test_declared_model_runs_dry_with_qemus_bucket),
+		cmocka_unit_test(test_learned_bucket_matches_qemus),
+		cmocka_unit_test(test_live_cap_change_is_followed),
+		cmocka_unit_test(test_lowered_cap_taken_for_a_burst_is_forgotten),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

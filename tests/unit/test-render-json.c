@@ -250,6 +250,25 @@ static void test_array_held_by_a_member_and_probe_on_it(void **state)
 	snapshot_unref(s);
 }
 
+static void test_learned_burst_in_the_ceiling(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct device_ceiling *c = &s->samples->devices[0].ceiling;
+	json_t *root, *burst;
+
+	fixture_learned_burst(c);
+	root = render_json_devices(s, "nvme1n1");
+	assert_non_null(root);
+	burst = json_object_get(json_object_get(json_array_get(json_object_get(root, "devices"), 0), "ceiling"),
+				"burst");
+	assert_true(json_is_object(burst));
+	assert_float_equal(json_real_value(json_object_get(burst, "iops_estimate")), 3000, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(burst, "base_iops_estimate")), 1000, 1e-9);
+	assert_float_equal(json_real_value(json_object_get(burst, "exhausted_time")), 1699999970.5, 1e-6);
+	json_decref(root);
+	snapshot_unref(s);
+}
+
 static void test_status_names_the_host(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(false);
@@ -271,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
 		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
 		cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
+		cmocka_unit_test(test_learned_burst_in_the_ceiling),
 		cmocka_unit_test(test_status_names_the_host),
 	};
 

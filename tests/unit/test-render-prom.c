@@ -105,6 +105,33 @@ static void test_array_names_the_member_that_holds_it(void **state)
 	snapshot_unref(s);
 }
 
+/* What iopsd learned of a burst bucket, only once it saw one run out. */
+static void test_learned_burst_is_exported_once_known(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct device_ceiling *c = &s->samples->devices[2].ceiling;
+	char *text = render(s, METRICS_FORMAT_PROMETHEUS);
+
+	assert_null(strstr(text, "iopsd_device_burst_iops_estimate{"));
+	assert_null(strstr(text, "iopsd_device_burst_exhausted_timestamp_seconds{"));
+	free(text);
+	fixture_learned_burst(c);
+	c->has_burst_model = true;
+	c->burst_balance_ratio = 0;
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_device_burst_iops_estimate{device=\"md0\"} 3000\n"));
+	assert_non_null(strstr(text, "\niopsd_device_burst_base_iops_estimate{device=\"md0\"} 1000\n"));
+	assert_non_null(strstr(text, "\niopsd_device_burst_credits_estimate{device=\"md0\"} 60000\n"));
+	assert_non_null(strstr(text, "\niopsd_device_burst_duration_seconds{device=\"md0\"} 30\n"));
+	assert_non_null(strstr(text, "\niopsd_device_burst_exhausted_timestamp_seconds{device=\"md0\"} 1699999970.5\n"));
+	assert_non_null(strstr(text, "\niopsd_device_burst_balance_ratio{device=\"md0\"} 0\n"));
+	/* the declared one of the fixture is still there, the others have none */
+	assert_non_null(strstr(text, "\niopsd_device_burst_balance_ratio{device=\"nvme1n1\"} 0.25\n"));
+	assert_null(strstr(text, "iopsd_device_burst_iops_estimate{device=\"nvme1n1\"}"));
+	free(text);
+	snapshot_unref(s);
+}
+
 static char *escaped(const char *value)
 {
 	char *buf = NULL;
@@ -310,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_text_format_matches_golden),
 		cmocka_unit_test(test_openmetrics_matches_golden),
 		cmocka_unit_test(test_array_names_the_member_that_holds_it),
+		cmocka_unit_test(test_learned_burst_is_exported_once_known),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),
