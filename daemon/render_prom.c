@@ -467,6 +467,20 @@ static void emit_limit_ratio(struct writer *w, const struct device_family *f, co
 	}
 }
 
+/* The ceiling found over the limit declared, where there are both. */
+static void emit_ceiling_limit_ratio(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->iops_limit > 0 && c->iops_ceiling_estimate > 0) {
+		sample_device_op(w, f->name, d, "resource", "iops", c->iops_ceiling_estimate / (double)c->iops_limit);
+	}
+	if (c->throughput_limit > 0 && c->throughput_ceiling_estimate > 0) {
+		sample_device_op(w, f->name, d, "resource", "throughput",
+				 c->throughput_ceiling_estimate / (double)c->throughput_limit);
+	}
+}
+
 static void emit_at_ceiling(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
@@ -626,6 +640,9 @@ static const struct device_family device_families[] = {
 	{"iopsd_device_throughput_ceiling_estimate_bytes_per_second", FAMILY_GAUGE,
 	 "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was detected.",
 	 emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
+	{"iopsd_device_ceiling_limit_ratio", FAMILY_GAUGE,
+	 "The ceiling iopsd found over the declared limit: about 1 when the volume delivers what was provisioned, well below 1 when a lower ceiling holds it.",
+	 emit_ceiling_limit_ratio},
 };
 
 static void render_devices(struct writer *w, const struct sampler_snapshot *ss)

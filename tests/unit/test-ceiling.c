@@ -1011,6 +1011,28 @@ static void test_live_cap_change_is_followed(void **state)
 	assert_false(r.st.burst.model.is_known);
 }
 
+/* Declared 3000, delivered 1000: the plateau is found at 1000 with the
+ * limit declared, far from the limit, so that the mismatch shows
+ * (iopsd_device_ceiling_limit_ratio = estimate / limit). */
+static void test_declared_limit_not_delivered_is_found_below_it(void **state)
+{
+	struct device_config dc = {.name = "vdf", .iops_limit = 3000, .ceiling_threshold = 0.95};
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < 35; i++) {
+		feed_dc(&r, &dc, rates(qemu_cap_1000_to_2000[i][0], 4096, qemu_cap_1000_to_2000[i][1],
+				       qemu_cap_1000_to_2000[i][2] / 100));
+	}
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
+	assert_int_equal(r.out.iops_limit, 3000);
+	assert_near(r.out.iops_ceiling_estimate / r.out.iops_limit, 1.0 / 3, 0.01);
+	/* and it never counted as time at the limit */
+	assert_true(r.out.at_ceiling_iops_seconds == 0);
+	assert_false(r.out.is_at_limit);
+}
+
 /* A cap lowered under load looks like a burst running out. When the next
  * demand, after the learned bucket refilled, runs at the base from the
  * start, there was no bucket: the model is forgotten. A ceiling probe's
@@ -1080,6 +1102,7 @@ int main(void)
 		cmocka_unit_test(test_learned_bucket_matches_qemus),
 		cmocka_unit_test(test_live_cap_change_is_followed),
 		cmocka_unit_test(test_lowered_cap_taken_for_a_burst_is_forgotten),
+		cmocka_unit_test(test_declared_limit_not_delivered_is_found_below_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,24 @@ static void test_array_names_the_member_that_holds_it(void **state)
 	snapshot_unref(s);
 }
 
+/* A volume declared at 3000 IOPS held at 1000: the ratio tells; none for a
+ * device without a declared limit or without a ceiling found. */
+static void test_ceiling_below_the_declared_limit_is_a_ratio(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char *text;
+
+	s->samples->devices[0].ceiling.iops_ceiling_estimate = 1000;
+	s->samples->devices[0].ceiling.throughput_ceiling_estimate = 13107200;
+	s->samples->devices[2].ceiling.iops_ceiling_estimate = 2000;
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"iops\"} 0.333333333333333"));
+	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"throughput\"} 0.1\n"));
+	assert_null(strstr(text, "iopsd_device_ceiling_limit_ratio{device=\"md0\""));
+	free(text);
+	snapshot_unref(s);
+}
+
 /* What iopsd learned of a burst bucket, only once it saw one run out. */
 static void test_learned_burst_is_exported_once_known(void **state)
 {
@@ -338,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_openmetrics_matches_golden),
 		cmocka_unit_test(test_array_names_the_member_that_holds_it),
 		cmocka_unit_test(test_learned_burst_is_exported_once_known),
+		cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),
