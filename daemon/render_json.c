@@ -288,7 +288,7 @@ static json_t *device_json(const struct device_state *d)
 {
 	const struct device_topology *t = &d->topo;
 
-	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 			 "name", str(d->raw.name),
 			 "major", (json_int_t)d->raw.major,
 			 "minor", (json_int_t)d->raw.minor,
@@ -297,6 +297,7 @@ static json_t *device_json(const struct device_state *d)
 			 "members", list(t->members),
 			 "mountpoints", list(t->mountpoints),
 			 "model", str(t->model),
+			 "volume_id", t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(),
 			 "rotational", t->is_rotational,
 			 "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(),
 			 "logical_block_size", t->logical_block_size ? count(t->logical_block_size) : json_null(),

@@ -401,17 +401,21 @@ static void emit_member_utilization(struct writer *w, const struct device_family
 	}
 }
 
+/* volume_id only where there is one: an absent label is an empty one to
+ * PromQL, and the series of other devices stay as they were. */
 static void emit_info(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
 	const struct device_topology *t = &d->topo;
+	bool has_volume_id = t->volume_id && t->volume_id[0];
 	struct label l[] = {
 		{"device", d->raw.name},
 		{"kind", device_kind_to_string(t->kind)},
 		{"members", t->members ? t->members : ""},
 		{"mountpoint", t->mountpoints ? t->mountpoints : ""},
+		{"volume_id", has_volume_id ? t->volume_id : ""},
 	};
 
-	sample(w, f->name, l, ELEMENTSOF(l), 1);
+	sample(w, f->name, l, ELEMENTSOF(l) - (has_volume_id ? 0 : 1), 1);
 }
 
 static void emit_size(struct writer *w, const struct device_family *f, const struct device_state *d)
@@ -537,7 +541,7 @@ static void emit_held_by(struct writer *w, const struct device_family *f, const 
 
 static const struct device_family device_families[] = {
 	{"iopsd_device_info", FAMILY_GAUGE,
-	 "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members and mount points.",
+	 "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where its serial is an EBS volume id, volume_id.",
 	 emit_info},
 	{"iopsd_device_size_bytes", FAMILY_GAUGE, "Size of the device in bytes.", emit_size},
 	/* /proc/diskstats, named after node_exporter's node_disk_* */

@@ -50,6 +50,9 @@ struct device_topology {
 	char *dm_name;                     /* device-mapper name ("vg0-data") for dm, "" otherwise */
 	char *raid_level;                  /* md level ("raid0"), "" otherwise */
 	unsigned n_members;                /* entries in members */
+	char *volume_id;                   /* the volume id an EBS-style serial spells
+					    * ("vol0123..." -> "vol-0123..."; a partition has
+					    * its disk's), "" otherwise */
 };
 
 /* Ceiling and limit state of a device (filled by the ceiling module). */

@@ -131,6 +131,29 @@ bool ebs_nvme_is_ebs_model(const char *model)
 	return n == strlen(EBS_NVME_MODEL) && strncmp(model, EBS_NVME_MODEL, n) == 0;
 }
 
+bool ebs_nvme_is_volume_serial(const char *serial)
+{
+	size_t n = trimmed_len(serial), digits;
+	const char *p = serial + 3;
+
+	if (n < 3 || strncmp(serial, "vol", 3) != 0) {
+		return false;
+	}
+	if (*p == '-') {
+		p++;
+	}
+	digits = n - (size_t)(p - serial);
+	if (digits != 8 && digits != 17) {
+		return false;
+	}
+	for (size_t i = 0; i < digits; i++) {
+		if (!isxdigit((unsigned char)p[i]) || isupper((unsigned char)p[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
 void ebs_nvme_volume_id_from_serial(const char *serial, char *ret)
 {
 	size_t n = trimmed_len(serial);
@@ -156,14 +179,18 @@ int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len)
 		/* NUMDL is a 0's based count of dwords (as nvme-cli sends it) */
 		.cdw10 = EBS_NVME_LOG_PAGE_ID | (uint32_t)((len / 4 - 1) << 16),
 	};
+	int r;
 
 	if (len < 4 || len > 4096 * 16 || len % 4 != 0) {
 		return -EINVAL;
 	}
-	if (ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cmd) < 0) {
+	r = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &cmd);
+	if (r < 0) {
 		return -errno;
 	}
-	return 0;
+	/* a positive NVMe status: the controller has no such page (QEMU's
+	 * answers Invalid Log Page) */
+	return r > 0 ? -ENOMSG : 0;
 }
 
 /* The reader ---------------------------------------------------------------- */
@@ -173,7 +200,7 @@ struct ebs_entry {
 	char volume_id[EBS_NVME_VOLUME_ID_MAX];
 	char *controller_path;          /* DEVDIR/nvme1 */
 	uint32_t nsid;
-	bool is_disabled;               /* refused us: not asked again until the next refresh */
+	bool is_disabled;               /* refused us: not asked again while it is the same volume */
 };
 
 struct ebs_nvme_reader {
@@ -288,6 +315,24 @@ static bool is_nvme_namespace(const char *name)
 	return sscanf(name, "nvme%un%u%n", &a, &b, &end) == 2 && name[end] == '\0';
 }
 
+/* A volume that refused its page (no such page, no permission) keeps
+ * refusing: it is not asked again at each refresh of the device list, only
+ * when another volume takes its place. */
+static void keep_refusals(const struct ebs_nvme_reader *r, struct ebs_entry *entries, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < r->n_entries; k++) {
+			const struct ebs_entry *old = &r->entries[k];
+
+			if (old->is_disabled && strcmp(old->device, entries[i].device) == 0 &&
+			    strcmp(old->volume_id, entries[i].volume_id) == 0 &&
+			    strcmp(old->controller_path, entries[i].controller_path) == 0) {
+				entries[i].is_disabled = true;
+			}
+		}
+	}
+}
+
 int ebs_nvme_reader_refresh(struct ebs_nvme_reader *r, const char *const *names, size_t n)
 {
 	struct ebs_entry *entries = NULL;
@@ -330,6 +375,7 @@ int ebs_nvme_reader_refresh(struct ebs_nvme_reader *r, const char *const *names,
 			}
 		}
 	}
+	keep_refusals(r, entries, n_entries);
 	clear_entries(r);
 	r->entries = entries;
 	r->n_entries = n_entries;
@@ -365,7 +411,7 @@ int ebs_nvme_reader_sample(struct ebs_nvme_reader *r, struct ebs_nvme_volume **r
 		if (k < 0) {
 			/* No permission (CAP_SYS_ADMIN), not NVMe after all, not
 			 * EBS's page: asking every second would not change that. */
-			e->is_disabled = k == -EPERM || k == -EACCES || k == -ENOTTY || k == -EINVAL;
+			e->is_disabled = k == -EPERM || k == -EACCES || k == -ENOTTY || k == -EINVAL || k == -ENOMSG;
 			r->last_error = k;
 			continue;
 		}

@@ -53,13 +53,18 @@ int ebs_nvme_parse_log_page(const void *buf, size_t len, struct ebs_nvme_stats *
 /* Is this sysfs model string (space padded) an EBS volume? */
 bool ebs_nvme_is_ebs_model(const char *model);
 
+/* Does a controller serial look like an EBS volume id ("vol" and 8 or 17
+ * hex digits, with or without the dash; space padded)? */
+bool ebs_nvme_is_volume_serial(const char *serial);
+
 /* "vol0123456789abcdef0   " (the controller serial) -> "vol-0123456789abcdef0".
  * ret has EBS_NVME_VOLUME_ID_MAX bytes; an unexpected serial is copied
  * trimmed. */
 void ebs_nvme_volume_id_from_serial(const char *serial, char *ret);
 
 /* Read the log page of the namespace `nsid` through the controller `fd`.
- * Returns 0 or -errno (-EPERM without CAP_SYS_ADMIN, -ENOTTY not NVMe). */
+ * Returns 0 or -errno (-EPERM without CAP_SYS_ADMIN, -ENOTTY not NVMe,
+ * -ENOMSG when the controller has no such page). */
 int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len);
 
 /* One EBS volume as the sampler reports it. */
@@ -71,8 +76,10 @@ struct ebs_nvme_volume {
 
 /* The EBS volumes among a sampler's devices. refresh() finds them in sysfs
  * whenever the topology changes; sample() reads every one's log page.
- * Devices whose page cannot be read (no permission, not really EBS) are
- * left out silently; last_error() says why, for debugging. */
+ * Devices whose page cannot be read (no permission, not really EBS, no such
+ * page) are left out silently and not asked again while the same volume is
+ * there; last_error() says why, for debugging. Devices whose model is not
+ * EBS's (QEMU's NVMe) are never asked. */
 struct ebs_nvme_reader;
 
 /* read_page is how pages are fetched: NULL for the NVMe ioctl on

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
 #include "refcount.h"
@@ -397,8 +398,24 @@ static void topology_device_done(struct topology_device *d)
 	free(d->topo.physical_members);
 	free(d->topo.dm_name);
 	free(d->topo.raid_level);
+	free(d->topo.volume_id);
 	free(d->backing_file);
 	free(d->members);
+}
+
+/* An EBS volume's serial is its id without the dash, on NVMe
+ * (device/serial) and, in labs that copy it, on virtio (serial). NULL only
+ * on ENOMEM. */
+static char *read_volume_id(const char *dir)
+{
+	char serial[128], id[EBS_NVME_VOLUME_ID_MAX] = "";
+
+	if (dir && (read_attr(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
+		    read_attr(dir, "serial", serial, sizeof(serial)) >= 0) &&
+	    ebs_nvme_is_volume_serial(serial)) {
+		ebs_nvme_volume_id_from_serial(serial, id);
+	}
+	return strdup(id);
 }
 
 /* Everything sysfs says about one device; the cross-device links (parent,
@@ -464,7 +481,8 @@ static int read_device(const char *sysfs, struct topology_device *d)
 		d->topo.is_rotational = v != 0;
 	}
 	d->topo.model = has_dir ? read_string_attr(qdir, "device/model") : strdup("");
-	if (!d->topo.model) {
+	d->topo.volume_id = read_volume_id(has_dir ? qdir : NULL);
+	if (!d->topo.model || !d->topo.volume_id) {
 		return -ENOMEM;
 	}
 	return 0;

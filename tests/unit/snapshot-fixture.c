@@ -30,6 +30,7 @@ static void topo(struct device_state *d, enum device_kind kind, char *members, c
 	d->topo.physical_members = "";
 	d->topo.dm_name = "";
 	d->topo.raid_level = kind == DEVICE_KIND_MD ? "raid0" : "";
+	d->topo.volume_id = "";
 }
 
 static void rates(struct device_rates *r, double riops, double wiops, double util, double qd)

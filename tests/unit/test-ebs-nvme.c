@@ -115,6 +115,17 @@ static void test_model_and_volume_id(void **state)
 	assert_false(ebs_nvme_is_ebs_model("Amazon Elastic Block"));
 	assert_false(ebs_nvme_is_ebs_model(""));
 
+	assert_true(ebs_nvme_is_volume_serial("vol0123456789abcdef0"));
+	assert_true(ebs_nvme_is_volume_serial("vol0123456789abcdef0        "));
+	assert_true(ebs_nvme_is_volume_serial("vol-0123456789abcdef0"));
+	assert_true(ebs_nvme_is_volume_serial("vol1a2b3c4d"));
+	assert_false(ebs_nvme_is_volume_serial("vol0123456789ABCDEF0"));
+	assert_false(ebs_nvme_is_volume_serial("vol0123"));
+	assert_false(ebs_nvme_is_volume_serial("vol0bbbb"));
+	assert_false(ebs_nvme_is_volume_serial("S3EVNX0K123456"));
+	assert_false(ebs_nvme_is_volume_serial("volume0123456789abcd"));
+	assert_false(ebs_nvme_is_volume_serial(""));
+
 	ebs_nvme_volume_id_from_serial("vol0123456789abcdef0", id);
 	assert_string_equal(id, "vol-0123456789abcdef0");
 	ebs_nvme_volume_id_from_serial("vol0123456789abcdef0      ", id);
@@ -189,6 +200,10 @@ static int tree_setup(void **state)
 	put(t->root, "devices/nvme0/model", "Amazon EC2 NVMe Instance Storage\n");
 	link_to(t->root, "class/block/nvme0n1/device", "../../../devices/nvme0");
 	put(t->root, "devices/virtio0/model", "Amazon Elastic Block Store\n");
+	/* QEMU's NVMe with an EBS-style serial: a volume id, but no page */
+	put(t->root, "devices/nvme3/model", "QEMU NVMe Ctrl                          \n");
+	put(t->root, "devices/nvme3/serial", "vol0123456789abcdef0\n");
+	link_to(t->root, "class/block/nvme3n1/device", "../../../devices/nvme3");
 	link_to(t->root, "class/block/vda/device", "../../../devices/virtio0");
 	*state = t;
 	return 0;
@@ -229,7 +244,7 @@ static int fake_read_page(const char *controller_path, uint32_t nsid, void *buf,
 static void test_reader_finds_ebs_volumes_and_skips_the_rest_silently(void **state)
 {
 	struct tree *t = *state;
-	const char *names[] = {"vda", "nvme0n1", "nvme1n1", "nvme2n1", "nvme2n1p1", "loop0"};
+	const char *names[] = {"vda", "nvme0n1", "nvme1n1", "nvme2n1", "nvme2n1p1", "nvme3n1", "loop0"};
 	struct fake_device fake = {0};
 	struct ebs_nvme_reader *r = NULL;
 	struct ebs_nvme_volume *vols = NULL;
@@ -243,13 +258,20 @@ static void test_reader_finds_ebs_volumes_and_skips_the_rest_silently(void **sta
 	assert_int_equal(vols[0].stats.volume_exceeded_iops_usec, 12345678);
 	assert_int_equal(ebs_nvme_reader_last_error(r), -EPERM);
 	free(vols);
-	/* nvme2 refused: not asked again every second, until a refresh. */
+	/* nvme2 refused: not asked again every second, nor at a refresh of
+	 * the device list while it is the same volume. */
 	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
 	assert_int_equal(fake.calls, 3);
 	free(vols);
 	assert_int_equal(ebs_nvme_reader_refresh(r, names, ELEMENTSOF(names)), 2);
 	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
-	assert_int_equal(fake.calls, 5);
+	assert_int_equal(fake.calls, 4);
+	free(vols);
+	/* another volume attached under its name is asked */
+	put(t->root, "devices/nvme2/serial", "vol0aaaaaaaaaaaaaaaa\n");
+	assert_int_equal(ebs_nvme_reader_refresh(r, names, ELEMENTSOF(names)), 2);
+	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
+	assert_int_equal(fake.calls, 6);
 	free(vols);
 
 	/* The volumes went away. */

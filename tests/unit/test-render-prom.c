@@ -105,6 +105,23 @@ static void test_array_names_the_member_that_holds_it(void **state)
 	snapshot_unref(s);
 }
 
+/* The volume id is a label of iopsd_device_info where there is one. */
+static void test_device_info_has_the_volume_id_where_known(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct device_topology *t = &s->samples->devices[0].topo;
+	char *text;
+
+	t->volume_id = "vol-0123456789abcdef0";
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_device_info{device=\"nvme1n1\",kind=\"disk\",members=\"\","
+				     "mountpoint=\"/data\",volume_id=\"vol-0123456789abcdef0\"} 1\n"));
+	assert_non_null(strstr(text, "\niopsd_device_info{device=\"md0\",kind=\"md\",members=\"nvme2n1,nvme3n1\","
+				     "mountpoint=\"/srv\"} 1\n"));
+	free(text);
+	snapshot_unref(s);
+}
+
 /* A volume declared at 3000 IOPS held at 1000: the ratio tells; none for a
  * device without a declared limit or without a ceiling found. */
 static void test_ceiling_below_the_declared_limit_is_a_ratio(void **state)
@@ -357,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_array_names_the_member_that_holds_it),
 		cmocka_unit_test(test_learned_burst_is_exported_once_known),
 		cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
+		cmocka_unit_test(test_device_info_has_the_volume_id_where_known),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),

@@ -670,6 +670,39 @@ static void test_members_capped_alike_take_turns_at_holding_the_array(void **sta
 	sampler_env_teardown(&e);
 }
 
+/* An NVMe volume whose serial is an EBS volume id (QEMU's, in the lab, has
+ * no log page: none is asked for, its model is not EBS's) and a virtio
+ * disk with one: the id, as EBS users know it, on the device and its
+ * partitions; a serial that is no volume id gives none. */
+static void test_volume_id_from_an_ebs_style_serial(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	char path[1400];
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^(nvme|xvd[fg])\n");
+	sampler_env_private_sysfs(&e);
+	snprintf(path, sizeof(path), "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/serial",
+		 e.sys);
+	sampler_env_write_file(path, "vol0123456789abcdef0        \n");
+	snprintf(path, sizeof(path), "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/model",
+		 e.sys);
+	sampler_env_write_file(path, "QEMU NVMe Ctrl                          \n");
+	snprintf(path, sizeof(path), "%s/devices/vbd-51792/block/xvdf/serial", e.sys);
+	sampler_env_write_file(path, "vol1a2b3c4d\n");
+	snprintf(path, sizeof(path), "%s/devices/vbd-51808/block/xvdg/serial", e.sys);
+	sampler_env_write_file(path, "vol0gggg\n");
+	s = sampler_env_sample(&e, 0);
+	assert_string_equal(get(s, "nvme0n1")->topo.volume_id, "vol-0123456789abcdef0");
+	assert_string_equal(get(s, "nvme0n1p1")->topo.volume_id, "vol-0123456789abcdef0");
+	assert_string_equal(get(s, "xvdf")->topo.volume_id, "vol-1a2b3c4d");
+	assert_string_equal(get(s, "xvdg")->topo.volume_id, "");
+	/* QEMU's NVMe is no EBS volume to the log page reader */
+	assert_int_equal(s->n_ebs, 0);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 static void test_missing_diskstats_is_an_error(void **state)
 {
 	struct config *cfg = NULL;
@@ -706,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_array_is_held_by_its_throttled_member),
 		cmocka_unit_test(test_members_the_filter_drops_still_hold_the_array),
 		cmocka_unit_test(test_members_capped_alike_take_turns_at_holding_the_array),
+		cmocka_unit_test(test_volume_id_from_an_ebs_style_serial),
 		cmocka_unit_test(test_missing_diskstats_is_an_error),
 	};
 
