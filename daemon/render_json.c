@@ -14,6 +14,7 @@
 #include "json_probe.h"
 #include "macro.h"
 #include "probe.h"
+#include "shared_ceiling.h"
 #include "utf8.h"
 
 /* ---- small constructors: NULL only when out of memory ---- */
@@ -308,6 +309,26 @@ static json_t *device_json(const struct device_state *d)
 			 "counters", counters_json(&d->raw));
 }
 
+/* Ceilings shared by several devices (probes/shared_ceiling.h). */
+static json_t *shared_json(const struct sampler_snapshot *ss)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && ss && i < ss->n_shared; i++) {
+		const struct shared_ceiling_group *g = &ss->shared[i];
+
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b}",
+						       "devices", list(g->devices),
+						       "iops_estimate", num_or_null(g->iops_estimate),
+						       "iops", num(g->iops),
+						       "throttled", g->is_throttled)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 json_t *render_json_devices(const struct snapshot *s, const char *device)
 {
 	const struct sampler_snapshot *ss = s->samples;
@@ -324,10 +345,11 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 			return NULL;
 		}
 	}
-	return json_pack("{s:o,s:o,s:o}",
+	return json_pack("{s:o,s:o,s:o,s:o}",
 			 "time", seconds(s->realtime_usec),
 			 "sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
-			 "devices", devices);
+			 "devices", devices,
+			 "shared_ceilings", shared_json(ss));
 }
 
 /* ---- /api/v1/probes ---- */

@@ -17,6 +17,7 @@
 #include "iopsd-build.h"
 #include "macro.h"
 #include "probe.h"
+#include "shared_ceiling.h"
 #include "utf8.h"
 
 enum family_type {
@@ -664,6 +665,35 @@ static void render_devices(struct writer *w, const struct sampler_snapshot *ss)
 	}
 }
 
+/* ---- ceilings shared by several devices (only where one was found) ---- */
+
+static void render_shared(struct writer *w, const struct sampler_snapshot *ss)
+{
+	static const struct {
+		const char *name;
+		const char *help;
+	} families[] = {
+		{"iopsd_shared_ceiling_iops_estimate",
+		 "IOPS at which the sum of several devices was seen flat while each sat below its own cap (an instance or group limit nobody declared)."},
+		{"iopsd_shared_ceiling_iops", "The devices' IOPS summed over the last sample interval."},
+		{"iopsd_shared_ceiling_throttled", "1 while that sum is held at the shared ceiling with requests waiting, else 0."},
+	};
+
+	if (!ss || ss->n_shared == 0) {
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(families); i++) {
+		family(w, families[i].name, FAMILY_GAUGE, families[i].help);
+		for (size_t j = 0; j < ss->n_shared; j++) {
+			const struct shared_ceiling_group *g = &ss->shared[j];
+			struct label l = {"devices", g->devices};
+			double v = i == 0 ? g->iops_estimate : i == 1 ? g->iops : g->is_throttled;
+
+			sample(w, families[i].name, &l, 1, v);
+		}
+	}
+}
+
 /* ---- EBS NVMe log page 0xD0 (only where such volumes exist) ---- */
 
 static double usec_to_sec(uint64_t usec)
@@ -1011,6 +1041,7 @@ int render_prom(const struct snapshot *s, enum metrics_format fmt, char **ret_te
 	render_self(&w, s);
 	render_sampler(&w, s->samples);
 	render_devices(&w, s->samples);
+	render_shared(&w, s->samples);
 	render_ebs(&w, s->samples);
 	render_probes(&w, s);
 	if (fmt == METRICS_FORMAT_OPENMETRICS) {

@@ -184,6 +184,28 @@ static void detect(struct ceiling_state *st, const struct ceiling_params *p, enu
 	}
 }
 
+const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i)
+{
+	return i < st->n ? recent(st, i) : NULL;
+}
+
+bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p, double *ret_level)
+{
+	bool latest_in_band;
+
+	return find_plateau(st, p, RESOURCE_IOPS, ret_level, &latest_in_band) && latest_in_band;
+}
+
+bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
+{
+	return is_queueing(p, s);
+}
+
+double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s)
+{
+	return band_for(p, RESOURCE_IOPS, level, s);
+}
+
 static bool has_burst_model(const struct device_config *dc)
 {
 	return dc && dc->burst_iops > 0 && dc->burst_credits > 0 && dc->credit_rate > 0;
@@ -292,6 +314,10 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 	if (burst_tracker_update(&st->burst, &p->burst, &bs, st->now_usec)) {
 		st->iops = (struct ceiling_detector){.estimate = m->base_iops, .is_active = true};
 		st->throughput = (struct ceiling_detector){.estimate = m->base_bytes_per_sec, .is_active = true};
+		if (st->peak_iops >= 0.8 * m->burst_iops) {
+			/* the highest plateau was the burst */
+			st->peak_iops = m->base_iops;
+		}
 		return;
 	}
 	if (st->has_burst_balance) {
@@ -354,6 +380,7 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->at_ceiling_throughput_seconds = st->at_ceiling_throughput_sec;
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
+	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
 	fill_burst(st, dc, ret);
 }
 

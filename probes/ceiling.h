@@ -69,6 +69,8 @@ struct ceiling_state {
 	double burst_balance;         /* credits */
 	double pending_own_ops;       /* noted since the last sample */
 	struct burst_tracker burst;   /* the burst bucket learned from the samples */
+	double peak_iops;             /* the highest IOPS ceiling found or measured, bursts aside:
+				       * what the device is known to do on its own */
 	uint64_t now_usec;            /* CLOCK_REALTIME at the end of the interval fed next; the set
 				       * fills it, 0 when unknown */
 };
@@ -93,6 +95,15 @@ void ceiling_state_note_own_ops(struct ceiling_state *st, double ops);
 /* True when the last `seconds` of samples exist and, after subtracting the
  * I/Os of iopsd's own probes, averaged at most max_iops. */
 bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, double max_iops);
+
+/* For detectors over several devices (shared_ceiling.h): the i-th most
+ * recent sample of a state (0 = latest), NULL past its window; whether a
+ * state's samples hold an IOPS plateau that the latest is on, and its level;
+ * whether a sample queues; the plateau band around a level. */
+const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i);
+bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p, double *ret_level);
+bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s);
+double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s);
 
 /* Per-device states kept across samples, keyed by device name (the sampler
  * owns one). A device not updated during a sample is forgotten at

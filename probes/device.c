@@ -39,6 +39,7 @@ static void sampler_snapshot_destroy(struct sampler_snapshot *s)
 	topology_unref(s->topology);
 	free(s->devices);
 	free(s->ebs);
+	free(s->shared);
 	free(s);
 }
 

@@ -113,6 +113,7 @@ struct pressure_io {
 struct topology;
 
 struct ebs_nvme_volume;
+struct shared_ceiling_group;
 
 struct sampler_snapshot {
 	unsigned refcount;              /* atomic */
@@ -129,6 +130,9 @@ struct sampler_snapshot {
 	size_t n_devices_dropped;       /* kept by the filter but over max_devices */
 	struct ebs_nvme_volume *ebs;    /* EBS NVMe volumes' log page 0xD0 (probes/ebs_nvme.h), owned */
 	size_t n_ebs;
+	struct shared_ceiling_group *shared; /* ceilings shared by several devices
+					      * (probes/shared_ceiling.h), owned */
+	size_t n_shared;
 };
 
 struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s);

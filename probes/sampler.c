@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "name_index.h"
 #include "pressure.h"
+#include "shared_ceiling.h"
 #include "timeutil.h"
 #include "topology.h"
 
@@ -80,6 +81,7 @@ struct sampler {
 	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
 
 	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
+	struct shared_ceiling *shared;  /* ceilings shared by several disks */
 	struct ebs_nvme_reader *ebs;    /* EBS NVMe volumes among the kept devices */
 };
 
@@ -269,6 +271,7 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->buf_size = DISKSTATS_BUF_INITIAL;
 	s->buf = malloc(s->buf_size);
 	if (!s->procfs || !s->sysfs || !s->buf || ceiling_set_new(NULL, &s->ceilings) < 0 ||
+	    shared_ceiling_new(NULL, NULL, &s->shared) < 0 ||
 	    ebs_nvme_reader_new(s->sysfs, "/dev", NULL, NULL, &s->ebs) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
@@ -296,6 +299,7 @@ struct sampler *sampler_free(struct sampler *s)
 	}
 	topology_unref(s->topo);
 	ceiling_set_free(s->ceilings);
+	shared_ceiling_free(s->shared);
 	ebs_nvme_reader_free(s->ebs);
 	free(s->devs);
 	free(s->cur);
@@ -596,10 +600,63 @@ static void propagate_holds(struct sampler *s)
 	hold_by_all_members(s);
 }
 
+static int cmp_shared_device(const void *a, const void *b)
+{
+	return strcmp(((const struct shared_ceiling_device *)a)->name, ((const struct shared_ceiling_device *)b)->name);
+}
+
+/* Ceilings shared by several whole disks (partitions, md, dm and loop
+ * devices would count the same I/O twice). */
+static void update_shared(struct sampler *s)
+{
+	_cleanup_free_ struct shared_ceiling_device *devs = calloc(s->n_devs ? s->n_devs : 1, sizeof(*devs));
+	size_t n = 0;
+
+	if (!devs) {
+		return;
+	}
+	for (size_t i = 0; i < s->n_devs; i++) {
+		const struct sampler_dev *sd = &s->devs[i];
+		const struct ceiling_state *st;
+
+		if (!sd->is_tracked || s->topo->devices[i].topo.kind != DEVICE_KIND_DISK) {
+			continue;
+		}
+		st = ceiling_set_find(s->ceilings, sd->raw.name);
+		if (st) {
+			devs[n++] = (struct shared_ceiling_device){
+				.name = sd->raw.name,
+				.st = st,
+				.known_iops = sd->dc && sd->dc->iops_limit ? (double)sd->dc->iops_limit : st->peak_iops,
+			};
+		}
+	}
+	qsort(devs, n, sizeof(*devs), cmp_shared_device);
+	shared_ceiling_update(s->shared, devs, n);
+}
+
+static int copy_shared(const struct sampler *s, struct sampler_snapshot *snap)
+{
+	const struct shared_ceiling_group *g;
+	size_t n = shared_ceiling_groups(s->shared, &g);
+
+	if (n == 0) {
+		return 0;
+	}
+	snap->shared = malloc(n * sizeof(*g));
+	if (!snap->shared) {
+		return -ENOMEM;
+	}
+	memcpy(snap->shared, g, n * sizeof(*g));
+	snap->n_shared = n;
+	return 0;
+}
+
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
 {
 	struct sampler_snapshot *snap;
 	size_t n_kept = 0, max = s->cfg->max_devices ? s->cfg->max_devices : SIZE_MAX, k = 0;
+	int r;
 
 	for (size_t i = 0; i < s->n_devs; i++) {
 		n_kept += s->devs[i].is_kept;
@@ -633,6 +690,11 @@ static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struc
 		k++;
 	}
 	snap->n_devices = k;
+	r = copy_shared(s, snap);
+	if (r < 0) {
+		sampler_snapshot_unref(snap);
+		return r;
+	}
 	snap->realtime_usec = real;
 	snap->monotonic_usec = mono;
 	snap->parse_errors_total = s->parse_errors_total;
@@ -724,6 +786,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 		}
 	}
 	propagate_holds(s);
+	update_shared(s);
 	ceiling_set_end_sample(s->ceilings);
 
 	r = build_snapshot(s, mono, real, &snap);

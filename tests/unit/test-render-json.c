@@ -14,6 +14,7 @@
 #include "config.h"
 #include "history.h"
 #include "render_json.h"
+#include "shared_ceiling.h"
 #include "snapshot-fixture.h"
 
 static void assert_json_golden(const char *name, json_t *root)
@@ -269,6 +270,27 @@ static void test_learned_burst_in_the_ceiling(void **state)
 	snapshot_unref(s);
 }
 
+static void test_shared_ceilings_in_the_devices(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct shared_ceiling_group g = {.devices = "vdb,vdc", .n_members = 2, .iops_estimate = 1500, .iops = 1500};
+	json_t *root, *sc;
+
+	s->samples->shared = malloc(sizeof(g));
+	assert_non_null(s->samples->shared);
+	*s->samples->shared = g;
+	s->samples->n_shared = 1;
+	root = render_json_devices(s, NULL);
+	assert_non_null(root);
+	sc = json_array_get(json_object_get(root, "shared_ceilings"), 0);
+	assert_int_equal(json_array_size(json_object_get(sc, "devices")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(sc, "devices"), 1)), "vdc");
+	assert_float_equal(json_real_value(json_object_get(sc, "iops_estimate")), 1500, 1e-9);
+	assert_true(json_is_false(json_object_get(sc, "throttled")));
+	json_decref(root);
+	snapshot_unref(s);
+}
+
 static void test_status_names_the_host(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(false);
@@ -291,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
 		cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
 		cmocka_unit_test(test_learned_burst_in_the_ceiling),
+		cmocka_unit_test(test_shared_ceilings_in_the_devices),
 		cmocka_unit_test(test_status_names_the_host),
 	};
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "render_prom.h"
+#include "shared_ceiling.h"
 #include "snapshot-fixture.h"
 
 static char *render(struct snapshot *s, enum metrics_format fmt)
@@ -101,6 +102,29 @@ static void test_array_names_the_member_that_holds_it(void **state)
 	assert_non_null(strstr(text, "\niopsd_device_throttled{device=\"md0\"} 1\n"));
 	/* a plain disk has no members to be held by */
 	assert_null(strstr(text, "iopsd_device_held_by{device=\"nvme1n1\""));
+	free(text);
+	snapshot_unref(s);
+}
+
+/* A shared ceiling: its three families, only where one was found. */
+static void test_shared_ceiling_names_its_devices(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	struct shared_ceiling_group g = {
+		.devices = "vdb,vdc,vdd", .n_members = 3, .iops_estimate = 1500, .iops = 1499.5, .is_throttled = true,
+	};
+	char *text = render(s, METRICS_FORMAT_PROMETHEUS);
+
+	assert_null(strstr(text, "iopsd_shared_ceiling"));
+	free(text);
+	s->samples->shared = malloc(sizeof(g));
+	assert_non_null(s->samples->shared);
+	*s->samples->shared = g;
+	s->samples->n_shared = 1;
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_shared_ceiling_iops_estimate{devices=\"vdb,vdc,vdd\"} 1500\n"));
+	assert_non_null(strstr(text, "\niopsd_shared_ceiling_iops{devices=\"vdb,vdc,vdd\"} 1499.5\n"));
+	assert_non_null(strstr(text, "\niopsd_shared_ceiling_throttled{devices=\"vdb,vdc,vdd\"} 1\n"));
 	free(text);
 	snapshot_unref(s);
 }
@@ -375,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_learned_burst_is_exported_once_known),
 		cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
 		cmocka_unit_test(test_device_info_has_the_volume_id_where_known),
+		cmocka_unit_test(test_shared_ceiling_names_its_devices),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),

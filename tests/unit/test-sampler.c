@@ -661,6 +661,8 @@ static void test_members_capped_alike_take_turns_at_holding_the_array(void **sta
 			n_member[1] += (md->ceiling.held_by_mask >> 1) & 1;
 		}
 		assert_true(md->ceiling.iops_ceiling_estimate == 0);
+		/* a stripe's members are no shared ceiling */
+		assert_int_equal(s->n_shared, 0);
 		sampler_snapshot_unref(s);
 	}
 	/* held most of the time, by one member and then the other */

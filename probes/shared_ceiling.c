@@ -1,0 +1,331 @@
+/* Ceilings shared by several devices. See shared_ceiling.h and iopsd(8),
+ * SHARED CEILINGS. */
+#include "shared_ceiling.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+struct shared_ceiling {
+	struct ceiling_params cp;
+	struct shared_ceiling_params p;
+	struct shared_ceiling_group groups[SHARED_CEILING_MAX_GROUPS];
+	size_t n_groups;
+};
+
+void shared_ceiling_params_default(struct shared_ceiling_params *ret)
+{
+	*ret = (struct shared_ceiling_params){
+		.max_variance_ratio = 0.25,
+		.held_below = 0.87,
+		.min_members = 2,
+	};
+}
+
+int shared_ceiling_new(const struct ceiling_params *cp, const struct shared_ceiling_params *p,
+		       struct shared_ceiling **ret)
+{
+	struct shared_ceiling *sc = calloc(1, sizeof(*sc));
+
+	if (!sc) {
+		return -ENOMEM;
+	}
+	if (cp) {
+		sc->cp = *cp;
+	} else {
+		ceiling_params_default(&sc->cp);
+	}
+	if (p) {
+		sc->p = *p;
+	} else {
+		shared_ceiling_params_default(&sc->p);
+	}
+	*ret = sc;
+	return 0;
+}
+
+struct shared_ceiling *shared_ceiling_free(struct shared_ceiling *sc)
+{
+	free(sc);
+	return NULL;
+}
+
+static unsigned window_of(const struct shared_ceiling *sc)
+{
+	return sc->cp.window < CEILING_WINDOW_MAX ? sc->cp.window : CEILING_WINDOW_MAX;
+}
+
+/* What a set of devices did together over the window. */
+struct evaluation {
+	double level;	       /* of their flat sum */
+	double variance_ratio; /* the sum's variance over the sum of its parts' */
+	unsigned n_held;       /* members held below what they are known to do */
+};
+
+/* The sum of members m[0..k-1] as a series of samples a plateau can be
+ * looked for in: a second counts (queues) when at least min_members of them
+ * queued in it. Fills tmp, and each member's IOPS per second into x. */
+static void sum_series(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
+		       const size_t *m, size_t k, struct ceiling_state *tmp,
+		       double (*x)[SHARED_CEILING_MAX_MEMBERS])
+{
+	unsigned w = window_of(sc);
+
+	memset(tmp, 0, sizeof(*tmp));
+	for (unsigned t = 0; t < w; t++) {
+		struct ceiling_sample *sum = &tmp->ring[w - 1 - t];
+		unsigned n_q = 0;
+
+		for (size_t j = 0; j < k; j++) {
+			const struct ceiling_sample *s = ceiling_state_recent(devs[m[j]].st, t);
+
+			sum->interval_sec = s->interval_sec;
+			sum->iops += s->iops;
+			sum->bytes_per_sec += s->bytes_per_sec;
+			x[t][j] = s->iops;
+			n_q += ceiling_sample_is_queueing(&sc->cp, s);
+		}
+		sum->queue_depth = n_q >= sc->p.min_members ? sc->cp.min_queue : 0.0;
+		sum->utilization = n_q >= sc->p.min_members ? 1.0 : 0.0;
+	}
+	tmp->head = w % CEILING_WINDOW_MAX;
+	tmp->n = w;
+}
+
+/* The variance of the sum over its parts' over the seconds that count, and
+ * the parts' variance: a shared cap deals the same total out differently
+ * from second to second (the sum is flatter than its parts), independent
+ * caps add their noise up (the ratio is about 1), and a stripe's members
+ * move together (above 1). */
+static double variance_ratio(const struct shared_ceiling *sc, const struct ceiling_state *tmp,
+			     const double (*x)[SHARED_CEILING_MAX_MEMBERS], size_t k, double *ret_parts)
+{
+	double sum_x[SHARED_CEILING_MAX_MEMBERS] = {0}, sum_xx[SHARED_CEILING_MAX_MEMBERS] = {0};
+	double s = 0.0, ss = 0.0, parts = 0.0, n = 0.0, var_sum;
+	unsigned w = window_of(sc);
+
+	for (unsigned t = 0; t < w; t++) {
+		const struct ceiling_sample *sum = ceiling_state_recent(tmp, t);
+
+		if (!ceiling_sample_is_queueing(&sc->cp, sum)) {
+			continue;
+		}
+		n += 1;
+		s += sum->iops;
+		ss += sum->iops * sum->iops;
+		for (size_t j = 0; j < k; j++) {
+			sum_x[j] += x[t][j];
+			sum_xx[j] += x[t][j] * x[t][j];
+		}
+	}
+	if (n < 2) {
+		*ret_parts = 0.0;
+		return INFINITY;
+	}
+	for (size_t j = 0; j < k; j++) {
+		parts += fmax(sum_xx[j] / n - (sum_x[j] / n) * (sum_x[j] / n), 0.0);
+	}
+	var_sum = fmax(ss / n - (s / n) * (s / n), 0.0);
+	*ret_parts = parts;
+	return parts > 0 ? var_sum / parts : INFINITY;
+}
+
+/* Members that ran, on average over the window, below held_below of what
+ * each is known to do on its own. */
+static unsigned count_held(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
+			   const size_t *m, size_t k, const double (*x)[SHARED_CEILING_MAX_MEMBERS])
+{
+	unsigned w = window_of(sc), n_held = 0;
+
+	for (size_t j = 0; j < k; j++) {
+		double mean = 0.0;
+
+		for (unsigned t = 0; t < w; t++) {
+			mean += x[t][j] / w;
+		}
+		if (devs[m[j]].known_iops > 0 && mean <= sc->p.held_below * devs[m[j]].known_iops) {
+			n_held++;
+		}
+	}
+	return n_held;
+}
+
+/* Whether members m[0..k-1] are held by one ceiling: their sum holds a
+ * plateau, and either it is flatter than its parts (variance_ratio) or at
+ * least two of them sit below what they are known to do. */
+static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
+		     const size_t *m, size_t k, struct evaluation *ret)
+{
+	double x[CEILING_WINDOW_MAX][SHARED_CEILING_MAX_MEMBERS], parts, band;
+	struct ceiling_state *tmp = malloc(sizeof(*tmp));
+	struct evaluation e = {0};
+	bool is_shared = false;
+
+	if (!tmp) {
+		return false;
+	}
+	sum_series(sc, devs, m, k, tmp, x);
+	if (ceiling_state_iops_plateau(tmp, &sc->cp, &e.level)) {
+		band = ceiling_band(&sc->cp, e.level, ceiling_state_recent(tmp, 0));
+		e.variance_ratio =
+		    variance_ratio(sc, tmp, (const double(*)[SHARED_CEILING_MAX_MEMBERS])x, k, &parts);
+		e.n_held = count_held(sc, devs, m, k, (const double(*)[SHARED_CEILING_MAX_MEMBERS])x);
+		/* the parts must wander by more than the band for their
+		 * variance to say anything */
+		is_shared = (e.variance_ratio <= sc->p.max_variance_ratio && parts >= band * band / 4) ||
+			    e.n_held >= sc->p.min_members;
+	}
+	free(tmp);
+	if (is_shared) {
+		*ret = e;
+	}
+	return is_shared;
+}
+
+/* The group in devs: the candidates that queue now, all of them or all but
+ * one (an unrelated busy disk next to the group). Returns the members in
+ * ret (indexes of devs), their count (0: none) and the evaluation. */
+static size_t find_group(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs, size_t n,
+			 size_t *ret, struct evaluation *ret_e)
+{
+	size_t c[SHARED_CEILING_MAX_MEMBERS], k = 0, m[SHARED_CEILING_MAX_MEMBERS];
+	unsigned w = window_of(sc);
+
+	for (size_t i = 0; i < n && k < ELEMENTSOF(c); i++) {
+		const struct ceiling_sample *latest = ceiling_state_recent(devs[i].st, 0);
+
+		if (devs[i].st->n >= w && latest && ceiling_sample_is_queueing(&sc->cp, latest)) {
+			c[k++] = i;
+		}
+	}
+	if (k < sc->p.min_members) {
+		return 0;
+	}
+	if (evaluate(sc, devs, c, k, ret_e)) {
+		memcpy(ret, c, k * sizeof(*c));
+		return k;
+	}
+	for (size_t skip = 0; k > sc->p.min_members && skip < k; skip++) {
+		size_t j = 0;
+
+		for (size_t i = 0; i < k; i++) {
+			if (i != skip) {
+				m[j++] = c[i];
+			}
+		}
+		if (evaluate(sc, devs, m, j, ret_e)) {
+			memcpy(ret, m, j * sizeof(*m));
+			return j;
+		}
+	}
+	return 0;
+}
+
+static bool shares_a_member(const struct shared_ceiling_group *g, const struct shared_ceiling_device *devs,
+			    const size_t *m, size_t k)
+{
+	for (size_t j = 0; j < k; j++) {
+		for (unsigned i = 0; i < g->n_members; i++) {
+			if (strcmp(g->names[i], devs[m[j]].name) == 0) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* A group found now replaces any that shares a member with it (the same
+ * limit, seen with more or fewer devices under load). */
+static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device *devs, const size_t *m,
+		  size_t k, double level)
+{
+	struct shared_ceiling_group g = {.n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true};
+	size_t j = 0, len = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		snprintf(g.names[i], sizeof(g.names[i]), "%s", devs[m[i]].name);
+		len += (size_t)snprintf(g.devices + len, sizeof(g.devices) - len, "%s%s", i ? "," : "",
+					g.names[i]);
+	}
+	for (size_t i = 0; i < sc->n_groups; i++) {
+		if (!shares_a_member(&sc->groups[i], devs, m, k)) {
+			sc->groups[j++] = sc->groups[i];
+		}
+	}
+	if (j == SHARED_CEILING_MAX_GROUPS) {
+		/* the oldest goes */
+		memmove(sc->groups, sc->groups + 1, (j - 1) * sizeof(sc->groups[0]));
+		j--;
+	}
+	sc->groups[j++] = g;
+	sc->n_groups = j;
+}
+
+static const struct shared_ceiling_device *find_device(const struct shared_ceiling_device *devs, size_t n,
+						       const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(devs[i].name, name) == 0) {
+			return &devs[i];
+		}
+	}
+	return NULL;
+}
+
+/* A known group between detections: it holds while its sum stays in the
+ * band of the estimate with requests waiting; it goes when a member is
+ * gone or the members sustain more together (contradict_* as for a
+ * device). Returns false when it goes. */
+static bool follow(struct shared_ceiling *sc, struct shared_ceiling_group *g,
+		   const struct shared_ceiling_device *devs, size_t n)
+{
+	const struct ceiling_sample *latest = NULL;
+	unsigned n_q = 0;
+
+	g->iops = 0.0;
+	for (unsigned i = 0; i < g->n_members; i++) {
+		const struct shared_ceiling_device *d = find_device(devs, n, g->names[i]);
+
+		latest = d ? ceiling_state_recent(d->st, 0) : NULL;
+		if (!latest) {
+			return false;
+		}
+		g->iops += latest->iops;
+		n_q += ceiling_sample_is_queueing(&sc->cp, latest);
+	}
+	g->is_throttled = g->is_throttled && n_q >= sc->p.min_members &&
+			  fabs(g->iops - g->iops_estimate) <= ceiling_band(&sc->cp, g->iops_estimate, latest);
+	if (g->iops > g->iops_estimate * sc->cp.contradict_factor) {
+		return ++g->n_above < sc->cp.contradict_samples;
+	}
+	g->n_above = 0;
+	return true;
+}
+
+void shared_ceiling_update(struct shared_ceiling *sc, const struct shared_ceiling_device *devs, size_t n)
+{
+	size_t m[SHARED_CEILING_MAX_MEMBERS], k, j = 0;
+	struct evaluation e;
+
+	for (size_t i = 0; i < sc->n_groups; i++) {
+		if (follow(sc, &sc->groups[i], devs, n)) {
+			sc->groups[j++] = sc->groups[i];
+		}
+	}
+	sc->n_groups = j;
+	k = find_group(sc, devs, n, m, &e);
+	if (k > 0) {
+		adopt(sc, devs, m, k, e.level);
+		follow(sc, &sc->groups[sc->n_groups - 1], devs, n);
+	}
+}
+
+size_t shared_ceiling_groups(const struct shared_ceiling *sc, const struct shared_ceiling_group **ret)
+{
+	*ret = sc->groups;
+	return sc->n_groups;
+}
