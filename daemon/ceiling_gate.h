@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "registry.h"
 
 #define CEILING_GATE_MIN_SPACING_USEC (600ULL * 1000000ULL) /* at most one run per 10 minutes */

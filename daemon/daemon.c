@@ -17,7 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "ceiling_gate.h"
-#include "device.h"
+#include "sampler.h"
 #include "history.h"
 #include "http.h"
 #include "log.h"

@@ -1,5 +1,5 @@
 /* Device snapshots: reference counting and lookup. */
-#include "device.h"
+#include "sampler.h"
 
 #include <stdio.h>
 #include <stdlib.h>

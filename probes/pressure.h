@@ -3,7 +3,7 @@
  * says it is not available. */
 #pragma once
 
-#include "device.h"
+#include "sampler.h"
 
 /* Parse the text of PROCFS/pressure/io (pure). Returns 0, or -EINVAL when
  * no "some ... total=N" line is present. */

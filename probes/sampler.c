@@ -3,7 +3,7 @@
  * and an immutable snapshot. Topology (sysfs, mountinfo) is re-read only
  * when the set of devices changes, when an unused loop device starts doing
  * I/O, when counters reset, and every SAMPLER_TOPOLOGY_REFRESH_USEC. */
-#include "device.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>

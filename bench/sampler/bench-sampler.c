@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "diskstats.h"
 #include "macro.h"
 

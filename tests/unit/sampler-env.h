@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 
 struct sampler_env {
 	char dir[64];        /* the writable procfs */

@@ -20,7 +20,7 @@
 
 #include "ceiling_gate.h"
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "registry.h"
 
 struct env {

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "history.h"
 #include "macro.h"
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/render_cache.c"
+#include "../../http/render_cache.c"
 
 #include "config.h"
 

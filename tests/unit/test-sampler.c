@@ -19,7 +19,7 @@
 #include <sys/sysmacros.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "fileio.h"
 #include "macro.h"
 #include "sampler-env.h"

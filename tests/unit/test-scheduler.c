@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "registry.h"
 #include "scheduler.h"
 

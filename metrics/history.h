@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 
 /* The figures kept per device and sample (floats: the history stores many). */
 struct history_rates {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "sampler.h"
 #include "history.h"
 #include "iopsd-build.h"
 #include "json_probe.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "sampler.h"
 #include "ebs_nvme.h"
 #include "histogram.h"
 #include "iopsd-build.h"

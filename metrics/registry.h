@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "device.h"
+#include "sampler.h"
 #include "probe.h"
 #include "process_stats.h"
 
