@@ -1,5 +1,5 @@
 /* The live page at / and its assets (script, style, icon, Chart.js),
- * embedded in the binary at build time by daemon/web/embed.py: serving
+ * embedded in the binary at build time by http/web/embed.py: serving
  * them needs no file on disk and loads nothing from another origin. */
 #pragma once
 

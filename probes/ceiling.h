@@ -115,7 +115,7 @@ struct ceiling_set *ceiling_set_free(struct ceiling_set *s);
 
 /* Update device `name` (created on first sight) from its rates and its
  * [device] section `dc` (NULL: none), and fill *ret. `member` (NULL when
- * none) are the md/dm member aggregates of device.h: an md device accounts
+ * none) are the md/dm member aggregates of sampler.h: an md device accounts
  * no busy time or queue of its own, so the busiest member's utilization and
  * the members' queue stand in when larger. `is_array_member`: the device is
  * a member of an md/dm array, whose plateau needs only

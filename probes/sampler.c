@@ -470,7 +470,7 @@ static int refresh_topology(struct sampler *s, uint64_t now)
 	return refresh_ebs(s);
 }
 
-/* fio's aggregate over the members of an md/dm device (see device.h). */
+/* fio's aggregate over the members of an md/dm device (see sampler.h). */
 static void derive_member_rates(struct sampler *s, size_t i)
 {
 	const struct topology_device *td = &s->topo->devices[i];
