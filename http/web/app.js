@@ -43,6 +43,16 @@
 
 	const DASH = '–';
 
+	/* What iopsd learned of a burst bucket it saw run out, as a sentence. */
+	function burstNote(b) {
+		if (!b) {
+			return '';
+		}
+		const when = b.exhausted_time ? ' at ' + new Date(b.exhausted_time * 1000).toLocaleTimeString() : '';
+		return ' A burst of ' + fmtNum(b.iops_estimate) + ' IOPS ran ' + fmtDuration(b.duration_seconds) +
+			' and ran out' + when + '; the base is ' + fmtNum(b.base_iops_estimate) + ' IOPS.';
+	}
+
 	function fmtNum(v) {
 		if (v === null || v === undefined || !isFinite(v)) {
 			return DASH;
@@ -460,6 +470,13 @@
 		if (ceiling.burst_balance_ratio !== null && ceiling.burst_balance_ratio !== undefined) {
 			badges.push(['', 'burst credits ' + fmtPct(ceiling.burst_balance_ratio)]);
 		}
+		if (ceiling.held_by && ceiling.held_by.length) {
+			badges.push(['throttled', 'held by ' + ceiling.held_by.join(', ')]);
+		}
+		if (ceiling.burst) {
+			badges.push(['', 'burst ' + fmtNum(ceiling.burst.iops_estimate) + ' → base ' +
+				fmtNum(ceiling.burst.base_iops_estimate) + ' IOPS']);
+		}
 		const badgeText = badges.map((b) => b[1]).join('|');
 		if (v.badgeText !== badgeText) {
 			v.badgeText = badgeText;
@@ -503,7 +520,7 @@
 		} else if (ceiling.iops_estimate) {
 			v.iops.note.hidden = false;
 			setText(v.iops.note, 'No declared limit; a ceiling near ' + fmtNum(ceiling.iops_estimate) +
-				' IOPS was detected (dotted line).');
+				' IOPS was detected (dotted line).' + burstNote(ceiling.burst));
 		} else {
 			v.iops.note.hidden = true;
 		}
