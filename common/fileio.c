@@ -10,26 +10,43 @@
 
 #include "macro.h"
 
+/* The first buffer read_virtual_file() tries: most procfs and sysfs files
+ * fit, and a buffer of max_size (16 MiB for mountinfo) would be a mapping
+ * of its own whose free raises glibc's mmap threshold to that size, after
+ * which every freed buffer below it stays in the heap. */
+#define VIRTUAL_FILE_FIRST_SIZE ((size_t)16384)
+
 int read_virtual_file(const char *path, size_t max_size, char **ret_buf)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
+	size_t size = max_size < VIRTUAL_FILE_FIRST_SIZE ? max_size : VIRTUAL_FILE_FIRST_SIZE;
 	ssize_t n;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		return -errno;
 	}
-	buf = malloc(max_size + 1);
-	if (!buf) {
-		return -ENOMEM;
-	}
-	n = read(fd, buf, max_size + 1);
-	if (n < 0) {
-		return -errno;
-	}
-	if ((size_t)n > max_size) {
-		return -EFBIG;
+	for (;;) {
+		char *b = realloc(buf, size + 1);
+
+		if (!b) {
+			return -ENOMEM;
+		}
+		buf = b;
+		/* one read from the start; a file that does not fit is read
+		 * again whole into a larger buffer, never piecewise */
+		n = pread(fd, buf, size + 1, 0);
+		if (n < 0) {
+			return -errno;
+		}
+		if ((size_t)n <= size) {
+			break;
+		}
+		if (size == max_size) {
+			return -EFBIG;
+		}
+		size = size > max_size / 4 ? max_size : size * 4;
 	}
 	buf[n] = '\0';
 	*ret_buf = TAKE_PTR(buf);

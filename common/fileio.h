@@ -4,10 +4,10 @@
 
 #include <stddef.h>
 
-/* Read all of `path` (relative to `dirfd` if not AT_FDCWD) with one read()
- * into a freshly allocated NUL-terminated buffer of at most `max_size` bytes.
- * Returns the length, or -errno; -EFBIG when the file is larger. The caller
- * owns *ret_buf. */
+/* Read all of `path` with one read() into a freshly allocated NUL-terminated
+ * buffer of at most `max_size` bytes (a file larger than the first buffer
+ * tried is read again whole into a larger one). Returns the length, or
+ * -errno; -EFBIG when the file is larger. The caller owns *ret_buf. */
 int read_virtual_file(const char *path, size_t max_size, char **ret_buf);
 
 /* Read a sysfs attribute into a buffer, stripping the trailing newline.

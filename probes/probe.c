@@ -36,6 +36,10 @@
 #define PREPARE_BUDGET_NS	 (30 * NSEC_PER_SEC)
 #define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
 #define BUF_ALIGN		 4096
+/* The run and job threads keep their buffers on the heap and call nothing
+ * deep: a quarter of glibc's default 8 MiB stack is ample, also under
+ * the sanitizers. */
+#define THREAD_STACK_SIZE (256 * 1024)
 
 enum run_phase {
 	PHASE_PREPARE,
@@ -833,6 +837,7 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
 	for (; n < r->numjobs; n++) {
 		pthread_t t;
 
@@ -1112,6 +1117,7 @@ int probe_start(const struct probe_config *pc, const struct probe_options *o, st
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
 	run_ref(r);
 	e = pthread_create(&t, &attr, run_main, r);
 	pthread_attr_destroy(&attr);

@@ -15,18 +15,13 @@ usage: vs-node-exporter.py [--seconds 60] [--iopsd build/daemon/iopsd]
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sidebyside import free_port, memory_kib, scrape, stop_all, wait_http  # noqa: E402
 
 
 def cpu_seconds(pid):
@@ -43,36 +38,6 @@ def cpu_seconds(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     dead = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime + cstime
     return total / 1e9 + dead
-
-
-def memory_kib(pid):
-    out = {}
-    for path, keys in ((f"/proc/{pid}/status", ("VmRSS", "VmHWM", "RssAnon", "RssFile")),
-                       (f"/proc/{pid}/smaps_rollup", ("Pss",))):
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in keys:
-                    out[key] = int(value.split()[0])
-    return out
-
-
-def scrape(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        return r.read()
-
-
-def wait_http(port, proc, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"process exited with {proc.returncode}")
-        try:
-            scrape(port)
-            return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit(f"no HTTP on port {port}")
 
 
 def main():
@@ -124,13 +89,7 @@ def main():
             print(f"{name:14} {cpu:7.3f} {100 * cpu / wall:6.3f}% {m['VmRSS']:10} {m['VmHWM']:10} "
                   f"{m['RssAnon']:8} {m['RssFile']:8} {m['Pss']:8} {sizes[name]:15}")
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
