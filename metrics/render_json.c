@@ -218,12 +218,6 @@ static json_t *counters_json(const struct diskstats_raw *r)
 	return o;
 }
 
-/* A found ceiling over a declared limit; null without either. */
-static json_t *ratio_or_null(double estimate, uint64_t limit)
-{
-	return limit > 0 && estimate > 0 ? num(estimate / (double)limit) : json_null();
-}
-
 static json_t *limits_json(const struct device_ceiling *c)
 {
 	return json_pack("{s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o}}",
@@ -236,8 +230,9 @@ static json_t *limits_json(const struct device_ceiling *c)
 			 "iops", c->iops_limit ? num(c->at_ceiling_iops_seconds) : json_null(),
 			 "throughput", c->throughput_limit ? num(c->at_ceiling_throughput_seconds) : json_null(),
 			 "ceiling_ratio",
-			 "iops", ratio_or_null(c->iops_ceiling_estimate, c->iops_limit),
-			 "throughput", ratio_or_null(c->throughput_ceiling_estimate, c->throughput_limit));
+			 "iops", c->iops_ceiling_limit_ratio > 0 ? num(c->iops_ceiling_limit_ratio) : json_null(),
+			 "throughput", c->throughput_ceiling_limit_ratio > 0 ? num(c->throughput_ceiling_limit_ratio)
+										 : json_null());
 }
 
 /* md/dm: the members that hold the device (device_ceiling.held_by_mask). */

@@ -472,17 +472,17 @@ static void emit_limit_ratio(struct writer *w, const struct device_family *f, co
 	}
 }
 
-/* The ceiling found over the limit declared, where there are both. */
+/* The ceiling found over the limit declared, where there are both (a burst
+ * model's limit of the moment does not count). */
 static void emit_ceiling_limit_ratio(struct writer *w, const struct device_family *f, const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	if (c->iops_limit > 0 && c->iops_ceiling_estimate > 0) {
-		sample_device_op(w, f->name, d, "resource", "iops", c->iops_ceiling_estimate / (double)c->iops_limit);
+	if (c->iops_ceiling_limit_ratio > 0) {
+		sample_device_op(w, f->name, d, "resource", "iops", c->iops_ceiling_limit_ratio);
 	}
-	if (c->throughput_limit > 0 && c->throughput_ceiling_estimate > 0) {
-		sample_device_op(w, f->name, d, "resource", "throughput",
-				 c->throughput_ceiling_estimate / (double)c->throughput_limit);
+	if (c->throughput_ceiling_limit_ratio > 0) {
+		sample_device_op(w, f->name, d, "resource", "throughput", c->throughput_ceiling_limit_ratio);
 	}
 }
 

@@ -15,6 +15,7 @@ void burst_params_default(struct burst_params *ret)
 		.settle_tolerance = 0.02,
 		.min_burst_samples = 10,
 		.calm_samples = 3,
+		.give_up_samples = 30,
 		.size_tolerance = 0.25,
 	};
 }
@@ -44,7 +45,7 @@ static void run_bucket(struct burst_model *m, const struct burst_sample *s)
 	}
 	m->balance += (m->base_iops - s->iops) * s->interval_sec;
 	m->balance = fmin(fmax(m->balance, 0.0), m->credits);
-	if (m->balance < 0.01 * m->credits && s->is_queueing && s->iops <= m->base_iops * 1.1) {
+	if (m->balance < 0.01 * m->credits && s->has_demand && s->iops <= m->base_iops * 1.1) {
 		m->balance = 0.0;
 	}
 }
@@ -55,7 +56,8 @@ static void begin_demand(struct burst_tracker *bt)
 	bt->is_first_phase = true;
 	bt->is_done = false;
 	bt->n_demand = bt->n_low = bt->n_high = 0;
-	bt->high_n = bt->high_iops = bt->high_bytes = bt->high_sec = 0.0;
+	bt->high_n = bt->high_iops = bt->high_bytes = 0.0;
+	bt->phase_sec = bt->phase_ios = bt->high_end_sec = bt->high_end_ios = 0.0;
 	bt->start_balance = bt->model.balance;
 }
 
@@ -66,7 +68,8 @@ static void add_high(struct burst_tracker *bt, const struct burst_params *p, con
 	bt->high_n += 1;
 	bt->high_iops += s->iops;
 	bt->high_bytes += s->bytes_per_sec;
-	bt->high_sec += s->interval_sec;
+	bt->high_end_sec = bt->phase_sec;
+	bt->high_end_ios = bt->phase_ios;
 	bt->n_low = bt->n_high = 0;
 	/* The learned bucket was well filled when this demand began, yet the
 	 * device runs at its base: what looked like a burst running out was
@@ -89,9 +92,9 @@ static void rise(struct burst_tracker *bt, const struct burst_params *p)
 		bt->is_done = true;
 		return;
 	}
-	bt->high_n = bt->high_iops = bt->high_bytes = bt->high_sec = 0.0;
+	bt->high_n = bt->high_iops = bt->high_bytes = 0.0;
 	for (unsigned i = n; i-- > 0;) {
-		if (recent(bt, i)->is_queueing) {
+		if (recent(bt, i)->has_demand) {
 			add_high(bt, p, recent(bt, i));
 		}
 	}
@@ -116,7 +119,7 @@ static bool settled_level(const struct burst_tracker *bt, const struct burst_par
 	for (unsigned i = 0; i < p->settle_samples; i++) {
 		const struct burst_sample *s = recent(bt, i);
 
-		if (!s->is_queueing || s->iops >= high * (1 - p->drop_ratio)) {
+		if (!s->has_demand || s->iops >= high * (1 - p->drop_ratio)) {
 			return false;
 		}
 		sum += s->iops;
@@ -138,12 +141,14 @@ static bool settled_level(const struct burst_tracker *bt, const struct burst_par
 	return true;
 }
 
-/* The burst ran out n_low samples ago (within the sample right after the
- * first phase, for the share of it that still ran at the burst rate). */
+/* The burst ran out n_low samples ago, within the sample right after the
+ * first phase for the share of it that still ran at the burst rate. The
+ * bucket is what the burst spent over the base, as QEMU's and gp2's count:
+ * every I/O from the start of the demand, less the base's rate. */
 static void learn(struct burst_tracker *bt, double base, double base_bytes, uint64_t now_usec)
 {
 	struct burst_model *m = &bt->model;
-	double high = bt->high_iops / bt->high_n, since = 0.0, partial = 0.0, credits;
+	double high = bt->high_iops / bt->high_n, since = 0.0, partial = 0.0, duration, credits;
 	unsigned n = bt->n_low < bt->n_recent ? bt->n_low : bt->n_recent;
 	const struct burst_sample *first_low = recent(bt, n - 1);
 
@@ -153,7 +158,8 @@ static void learn(struct burst_tracker *bt, double base, double base_bytes, uint
 	if (first_low->iops > base && first_low->iops < high) {
 		partial = first_low->interval_sec * (first_low->iops - base) / (high - base);
 	}
-	credits = (high - base) * (bt->high_sec + partial);
+	duration = bt->high_end_sec + partial;
+	credits = bt->high_end_ios - base * bt->high_end_sec + (high - base) * partial;
 	if (m->is_known && bt->start_balance < 0.95 * m->credits) {
 		/* the demand began with a bucket the model thought part
 		 * empty: what it spent says only that the bucket is this big */
@@ -166,7 +172,7 @@ static void learn(struct burst_tracker *bt, double base, double base_bytes, uint
 		.base_bytes_per_sec = base_bytes,
 		.credits = credits,
 		.balance = 0.0,
-		.duration_sec = bt->high_sec + partial,
+		.duration_sec = duration,
 		.exhausted_usec = now_usec > (uint64_t)((since - partial) * 1e6)
 					  ? now_usec - (uint64_t)llround((since - partial) * 1e6)
 					  : 0,
@@ -174,8 +180,8 @@ static void learn(struct burst_tracker *bt, double base, double base_bytes, uint
 	bt->is_done = true;
 }
 
-/* A queueing sample of the demand, after its first second: part of the
- * first phase, above it, or below it (where the burst may have run out). */
+/* A sample of the demand: part of the first phase, above it, or below it
+ * (where the burst may have run out). */
 static bool follow_first_phase(struct burst_tracker *bt, const struct burst_params *p,
 			       const struct burst_sample *s, uint64_t now_usec)
 {
@@ -200,7 +206,7 @@ static bool follow_first_phase(struct burst_tracker *bt, const struct burst_para
 		learn(bt, level, bytes, now_usec);
 		return true;
 	}
-	if (bt->n_low >= 3 * p->settle_samples) {
+	if (bt->n_low >= p->give_up_samples) {
 		/* lower, but not one level: the demand changed */
 		bt->is_done = true;
 	}
@@ -212,7 +218,11 @@ bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p
 {
 	run_bucket(&bt->model, s);
 	push_recent(bt, s);
-	if (!s->is_queueing) {
+	if (bt->is_in_demand) {
+		bt->phase_sec += s->interval_sec;
+		bt->phase_ios += s->iops * s->interval_sec;
+	}
+	if (!s->has_demand) {
 		if (bt->is_in_demand && bt->n_low > 0) {
 			bt->n_low++;
 		}
@@ -224,6 +234,8 @@ bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p
 	bt->n_calm = 0;
 	if (!bt->is_in_demand) {
 		begin_demand(bt);
+		bt->phase_sec = s->interval_sec;
+		bt->phase_ios = s->iops * s->interval_sec;
 	}
 	bt->n_demand++;
 	if (bt->is_done) {
@@ -233,7 +245,16 @@ bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p
 	return follow_first_phase(bt, p, s, now_usec);
 }
 
-bool burst_model_is_bursting(const struct burst_model *m, double iops)
+bool burst_tracker_is_bursting(const struct burst_tracker *bt, double iops)
 {
-	return m->is_known && m->balance >= 1.0 && iops > m->base_iops * 1.1 && iops >= 0.8 * m->burst_iops;
+	const struct burst_model *m = &bt->model;
+	bool is_still_first;
+
+	if (!m->is_known || iops <= m->base_iops * 1.1 || iops < 0.8 * m->burst_iops) {
+		return false;
+	}
+	is_still_first = bt->is_in_demand && !bt->is_done && bt->high_n > 0 &&
+			 bt->high_iops / bt->high_n >= 0.8 * m->burst_iops &&
+			 bt->high_end_sec <= 2 * m->duration_sec + 10;
+	return m->balance >= 1.0 || is_still_first;
 }

@@ -15,7 +15,8 @@ struct burst_params {
 	unsigned settle_samples;    /* ... to a level held this many samples (5) */
 	double settle_tolerance;    /* ... each within this share of their mean (0.02) */
 	unsigned min_burst_samples; /* a burst lasts at least this many samples (10) */
-	unsigned calm_samples;      /* samples without a queue that end a demand (3) */
+	unsigned calm_samples;      /* samples without requests waiting that end a demand (3) */
+	unsigned give_up_samples;   /* lower samples after which the demand changed, no burst (30) */
 	double size_tolerance;      /* request size before and after within this share (0.25) */
 };
 
@@ -27,6 +28,8 @@ struct burst_sample {
 	double iops;
 	double bytes_per_sec;
 	bool is_queueing;           /* requests waiting, device busy (ceiling.h) */
+	bool has_demand;            /* requests waiting, busy or not (a guest short of CPU leaves
+				     * its device idle now and then with requests queued) */
 };
 
 #define BURST_RECENT_MAX 16
@@ -51,7 +54,9 @@ struct burst_tracker {
 	bool is_done;               /* nothing more to learn in this demand */
 	unsigned n_calm, n_demand, n_low, n_high;
 	double start_balance;       /* the learned bucket when the demand began */
-	double high_n, high_iops, high_bytes, high_sec; /* sums over the first phase */
+	double high_n, high_iops, high_bytes; /* sums over the first phase's samples */
+	double phase_sec, phase_ios;  /* time and I/Os since the demand began */
+	double high_end_sec, high_end_ios; /* ... up to the last sample of the first phase */
 	struct burst_model model;
 };
 
@@ -61,6 +66,9 @@ struct burst_tracker {
 bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p, const struct burst_sample *s,
 			  uint64_t now_usec);
 
-/* Whether a rate of `iops` now is the burst of the learned bucket: above
- * the base while the bucket has credits, and near the burst rate. */
-bool burst_model_is_bursting(const struct burst_model *m, double iops);
+/* Whether a rate of `iops` now is the burst of the learned bucket: near
+ * the burst rate and above the base, while the learned bucket has credits
+ * or while a demand that began at the burst rate has not dropped yet (the
+ * bucket refilled faster than learned), for up to twice the burst's learned
+ * length and 10 s. */
+bool burst_tracker_is_bursting(const struct burst_tracker *bt, double iops);

@@ -307,7 +307,8 @@ static const struct ceiling_sample *push_sample(struct ceiling_state *st, const 
 static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params *p,
 			   const struct device_config *dc, const struct ceiling_sample *s)
 {
-	struct burst_sample bs = {s->interval_sec, s->iops, s->bytes_per_sec, is_queueing(p, s)};
+	struct burst_sample bs = {s->interval_sec, s->iops, s->bytes_per_sec, is_queueing(p, s),
+				  s->queue_depth >= p->min_queue};
 	const struct burst_model *m = &st->burst.model;
 	bool is_bursting;
 
@@ -324,7 +325,7 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 		is_bursting = st->burst_balance >= 1.0 && s->iops > dc->credit_rate * 1.1 &&
 			      s->iops >= 0.8 * (double)dc->burst_iops;
 	} else {
-		is_bursting = burst_model_is_bursting(m, s->iops);
+		is_bursting = burst_tracker_is_bursting(&st->burst, s->iops);
 	}
 	if (is_bursting) {
 		st->iops.is_active = st->throughput.is_active = false;
@@ -381,6 +382,12 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
 	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
+	ret->iops_ceiling_limit_ratio = dc && dc->iops_limit && st->iops.estimate > 0
+						? st->iops.estimate / (double)dc->iops_limit
+						: 0.0;
+	ret->throughput_ceiling_limit_ratio = dc && dc->throughput_limit && st->throughput.estimate > 0
+						      ? st->throughput.estimate / (double)dc->throughput_limit
+						      : 0.0;
 	fill_burst(st, dc, ret);
 }
 

@@ -80,6 +80,9 @@ struct device_ceiling {
 	bool is_saturated;
 	double iops_ceiling_estimate;   /* 0 = none detected yet */
 	double throughput_ceiling_estimate;
+	double iops_ceiling_limit_ratio; /* the estimate over the declared iops_limit (not a burst
+					  * model's): 0 without both */
+	double throughput_ceiling_limit_ratio;
 };
 
 struct device_state {

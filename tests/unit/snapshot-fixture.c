@@ -112,6 +112,7 @@ static struct sampler_snapshot *fixture_samples(void)
 	    .is_throttled = true,
 	    .is_saturated = false,
 	    .iops_ceiling_estimate = 3000,
+	    .iops_ceiling_limit_ratio = 1.0,
 	    .throughput_ceiling_estimate = 0,
 	};
 

@@ -897,13 +897,17 @@ static void test_a_wandering_burst_is_learned(void **state)
 	assert_int_equal(b.n_throttled_in, 0);
 }
 
-/* After 40 s of idle the learned bucket holds 40000 credits: the second
- * burst (20 s) is the burst, not the ceiling; its end is predicted. */
+/* After 38 s of idle the learned bucket holds 38000 credits: the second
+ * burst is the burst, not the ceiling, and its end is predicted. QEMU ran it
+ * 24 s (48000 credits: the guest's idle seconds were longer in the host's
+ * time, by which QEMU refills); the learned bucket ran dry 5 s before the
+ * drop, and a demand that began at the burst rate stays the burst until it
+ * drops. */
 static void test_a_burst_after_refill_is_not_flagged_as_the_ceiling(void **state)
 {
 	const size_t n = ELEMENTSOF(qemu_burst_twice);
 	unsigned drop1 = first_below(qemu_burst_twice, n, 3, 2400), again, drop2;
-	double balance_at_drop = -1;
+	int dry_at = -1;
 	struct burst_run b;
 
 	for (again = drop1; qemu_burst_twice[again][0] > 0; again++) {
@@ -914,8 +918,8 @@ static void test_a_burst_after_refill_is_not_flagged_as_the_ceiling(void **state
 	burst_run_init(&b, again, drop2, drop2);
 	for (size_t i = 0; i < n; i++) {
 		feed_recorded(&b, NULL, qemu_burst_twice + i, 1);
-		if (i == drop2 - 1) {
-			balance_at_drop = b.r.st.burst.model.balance;
+		if (i >= again && dry_at < 0 && b.r.st.burst.model.balance < 1) {
+			dry_at = (int)i;
 		}
 		if (i >= again && i < drop2) {
 			/* the estimate stays the base through the burst */
@@ -923,12 +927,12 @@ static void test_a_burst_after_refill_is_not_flagged_as_the_ceiling(void **state
 		}
 	}
 	assert_int_equal(b.n_throttled_in, 0);
-	/* the learned bucket ran dry within 2 s of QEMU's (2000 credits a second) */
-	assert_true(balance_at_drop >= 0 && balance_at_drop <= 4000);
+	assert_true(dry_at >= (int)drop2 - 6 && dry_at <= (int)drop2 + 1);
 	assert_true(b.first_throttled_after >= 0 && b.first_throttled_after <= (int)drop2 + 6);
 	assert_near(b.r.out.iops_ceiling_estimate, 1000, 0.01);
-	/* and the second burst did not shrink the bucket */
-	assert_near(b.r.st.burst.model.credits, 60000, 0.05);
+	/* the second burst spent more than the model held: the bucket is at
+	 * least that big */
+	assert_true(b.r.st.burst.model.credits >= 0.95 * 60000);
 }
 
 /* QEMU's leaky bucket (util/throttle.c, as documented in its comments),
@@ -1069,10 +1073,33 @@ static void test_declared_limit_not_delivered_is_found_below_it(void **state)
 	assert_true(r.out.is_throttled);
 	assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
 	assert_int_equal(r.out.iops_limit, 3000);
-	assert_near(r.out.iops_ceiling_estimate / r.out.iops_limit, 1.0 / 3, 0.01);
+	assert_near(r.out.iops_ceiling_limit_ratio, 1.0 / 3, 0.01);
+	assert_true(r.out.throughput_ceiling_limit_ratio == 0);
 	/* and it never counted as time at the limit */
 	assert_true(r.out.at_ceiling_iops_seconds == 0);
 	assert_false(r.out.is_at_limit);
+}
+
+/* A burst model's limit of the moment is no declared limit: the found base
+ * is not a ceiling below what was provisioned. */
+static void test_burst_model_limit_gives_no_ceiling_limit_ratio(void **state)
+{
+	struct device_config dc = {.name = "vdh", .burst_iops = 3000, .burst_credits = 60000,
+				   .credit_rate = 1000, .ceiling_threshold = 0.95};
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < ELEMENTSOF(qemu_burst_declared); i++) {
+		const double *x = qemu_burst_declared[i];
+
+		feed_dc(&r, &dc, rates(x[0], 4096, x[1], x[2] / 100));
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		feed_dc(&r, &dc, rates(0, 0, 0, 0));
+	}
+	assert_int_equal(r.out.iops_limit, 3000); /* credits came back */
+	assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
+	assert_true(r.out.iops_ceiling_limit_ratio == 0);
 }
 
 /* A cap lowered under load looks like a burst running out. When the next
@@ -1146,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_live_cap_change_is_followed),
 		cmocka_unit_test(test_lowered_cap_taken_for_a_burst_is_forgotten),
 		cmocka_unit_test(test_declared_limit_not_delivered_is_found_below_it),
+		cmocka_unit_test(test_burst_model_limit_gives_no_ceiling_limit_ratio),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,15 +147,14 @@ static void test_device_info_has_the_volume_id_where_known(void **state)
 }
 
 /* A volume declared at 3000 IOPS held at 1000: the ratio tells; none for a
- * device without a declared limit or without a ceiling found. */
+ * device without a declared limit or without a ceiling found (0). */
 static void test_ceiling_below_the_declared_limit_is_a_ratio(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
 	char *text;
 
-	s->samples->devices[0].ceiling.iops_ceiling_estimate = 1000;
-	s->samples->devices[0].ceiling.throughput_ceiling_estimate = 13107200;
-	s->samples->devices[2].ceiling.iops_ceiling_estimate = 2000;
+	s->samples->devices[0].ceiling.iops_ceiling_limit_ratio = 1000.0 / 3000;
+	s->samples->devices[0].ceiling.throughput_ceiling_limit_ratio = 0.1;
 	text = render(s, METRICS_FORMAT_PROMETHEUS);
 	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"iops\"} 0.333333333333333"));
 	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"throughput\"} 0.1\n"));
