@@ -322,6 +322,8 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 	for (size_t i = 0; i < r->n_probes; i++) {
 		struct probe_state *p = &r->probes[i];
 		struct probe_identity *id = p->id;
+		char now[DISKSTATS_NAME_MAX];
+		dev_t disk;
 
 		if (!probe_identity_is_resolved(id)) {
 			if (sampler_target_device(sampler, id->target, id->device, &id->disk) < 0) {
@@ -330,8 +332,15 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 			/* probe threads read device and disk once they see this */
 			__atomic_store_n(&id->is_resolved, true, __ATOMIC_RELEASE);
 		}
-		if (strcmp(p->device, id->device) != 0) {
-			memcpy(p->device, id->device, sizeof(p->device));
+		/* The device shown follows the topology: a filesystem mounted
+		 * on the target after the start (an md array on /data) is the
+		 * probe's device from then on. The identity keeps the first,
+		 * which the probe threads read without a lock. */
+		if (sampler_target_device(sampler, id->target, now, &disk) < 0) {
+			memcpy(now, id->device, sizeof(now));
+		}
+		if (strcmp(p->device, now) != 0) {
+			memcpy(p->device, now, sizeof(p->device));
 			r->probes_changed = true;
 		}
 	}

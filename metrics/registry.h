@@ -121,8 +121,9 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 void registry_set_history(struct registry *r, struct history *h);
 
 /* Resolve the device of each probe whose device is not known yet, from the
- * sampler's topology (sampler_target_device()). Main thread, after a
- * sample. */
+ * sampler's topology (sampler_target_device()), and follow the device shown
+ * (probe_state.device) when the topology changes under a target (a
+ * filesystem mounted on it later). Main thread, after a sample. */
 void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler);
 
 /* Install the latest sampler snapshot (takes a reference). Main thread. */

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "registry.h"
 #include "render_prom.h"
@@ -103,10 +104,51 @@ static void test_fixture_tree_device_metrics_match_golden(void **state)
 			   "sampler-ec2-md-raid0.prom", "sampler-ec2-md-raid0.openmetrics");
 }
 
+/* A probe on a directory of the root filesystem that an md array is then
+ * mounted on: iopsd_probe_info says the array from the next topology
+ * refresh on (in the lab, /data made after iopsd started). */
+static void test_probe_device_follows_a_mount_on_its_target(void **state)
+{
+	struct sampler_env e;
+	struct registry *r = NULL;
+	struct sampler_snapshot *ss;
+	struct snapshot *snap;
+	char path[128];
+	_cleanup_free_ char *buf = NULL, *more = NULL;
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\n[later]\nrw=randread\ndirectory=/srv/later\n");
+	assert_int_equal(registry_new(&r), 0);
+	assert_int_equal(registry_set_probes(r, e.cfg), 0);
+	ss = sampler_env_sample(&e, 0);
+	registry_set_samples(r, ss);
+	sampler_snapshot_unref(ss);
+	registry_resolve_probe_devices(r, e.s);
+	assert_int_equal(registry_publish(r), 0);
+	snap = registry_acquire(r);
+	assert_string_equal(snap->probes[0].device, "xvda1");
+	snapshot_unref(snap);
+
+	snprintf(path, sizeof(path), "%s/self/mountinfo", e.dir);
+	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
+	assert_true(asprintf(&more, "%s60 22 9:0 / /srv/later rw - ext4 /dev/md0 rw\n", buf) > 0);
+	sampler_env_write_file(path, more);
+	ss = sampler_env_sample(&e, 61);
+	registry_set_samples(r, ss);
+	sampler_snapshot_unref(ss);
+	registry_resolve_probe_devices(r, e.s);
+	assert_int_equal(registry_publish(r), 0);
+	snap = registry_acquire(r);
+	assert_string_equal(snap->probes[0].device, "md0");
+	snapshot_unref(snap);
+	registry_free(r);
+	sampler_env_teardown(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixture_tree_device_metrics_match_golden),
+		cmocka_unit_test(test_probe_device_follows_a_mount_on_its_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
