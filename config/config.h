@@ -6,26 +6,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_DEFAULT_PATH "/etc/iopsd/iopsd.conf"
-#define CONFIG_DEFAULT_LISTEN "127.0.0.1:9477"
+#include "macro.h"
+
+#define CONFIG_DEFAULT_PATH	       "/etc/iopsd/iopsd.conf"
+#define CONFIG_DEFAULT_LISTEN	       "127.0.0.1:9477"
 #define CONFIG_DEFAULT_STATE_DIRECTORY "/var/lib/iopsd"
-#define CONFIG_MAX_PROBES 64
-#define CONFIG_MAX_DEVICES 256
-#define CONFIG_MAX_ERRORS 64
+#define CONFIG_MAX_PROBES	       64
+#define CONFIG_MAX_DEVICES	       256
+#define CONFIG_MAX_ERRORS	       64
 /* What one sample of one device may cost in the history (a tag and its
  * floats; history.c checks that its records fit), to size it against
  * max_history_memory. */
 #define CONFIG_HISTORY_BYTES_PER_SAMPLE 64
-#define EX_CONFIG_STATUS 78
+#define EX_CONFIG_STATUS		78
 
 enum probe_rw {
-	PROBE_RW_READ,      /* sequential read */
-	PROBE_RW_WRITE,     /* sequential write */
+	PROBE_RW_READ,	/* sequential read */
+	PROBE_RW_WRITE, /* sequential write */
 	PROBE_RW_RANDREAD,
 	PROBE_RW_RANDWRITE,
-	PROBE_RW_RW,        /* sequential mixed, rwmixread */
-	PROBE_RW_RANDRW,    /* random mixed, rwmixread */
-	PROBE_RW_REWRITE,   /* sequential rewrite of the laid-out file (sysbench seqrewr) */
+	PROBE_RW_RW,	  /* sequential mixed, rwmixread */
+	PROBE_RW_RANDRW,  /* random mixed, rwmixread */
+	PROBE_RW_REWRITE, /* sequential rewrite of the laid-out file (sysbench seqrewr) */
 	_PROBE_RW_MAX,
 };
 
@@ -45,51 +47,99 @@ bool probe_rw_reads(enum probe_rw rw);
 bool probe_rw_writes(enum probe_rw rw);
 bool probe_rw_is_random(enum probe_rw rw);
 
+/* The I/O sizes of one direction: fixed (min == max), a range (fio's
+ * bsrange: multiples of min up to max) or a weighted list (fio's bssplit). */
+#define PROBE_BSSPLIT_MAX 16
+struct probe_bs {
+	uint64_t min, max; /* 0: not set, use probe_config.bs */
+	unsigned n_split;
+	struct {
+		uint64_t bs;
+		unsigned pct; /* the percentages add up to 100 */
+	} split[PROBE_BSSPLIT_MAX];
+};
+
+enum {
+	PROBE_DIR_READ,
+	PROBE_DIR_WRITE,
+	_PROBE_DIR_MAX,
+};
+
+/* Where a probe's budget keys and interval were set (0: not given; a key
+ * inherited from [global] has the [global] line), for the fitting notices. */
+struct probe_key_lines {
+	unsigned runtime, time_based, loops, number_ios, ramp_time, startdelay, interval;
+};
+
 struct probe_config {
 	char *name;
-	unsigned line;          /* line of the [section] header */
+	unsigned line; /* line of the [section] header */
 	enum probe_rw rw;
 	enum probe_engine ioengine;
-	uint64_t bs;            /* bytes, 512..16 MiB, multiple of 512 */
-	uint64_t size;          /* file size, or region of a raw device (0: whole device) */
-	char *directory;        /* file target: DIRECTORY/.iopsd/NAME.dat */
-	char *filename;         /* raw block device target, read-only */
-	unsigned iodepth;       /* 1..256 */
-	unsigned numjobs;       /* 1..64 */
-	unsigned rwmixread;     /* percent of reads in rw/randrw, 0..100 */
-	unsigned fsync;         /* fsync after every N writes, 0 never */
+	uint64_t bs;			       /* bytes, 512..16 MiB, multiple of 512: the largest I/O */
+	uint64_t bs_rw[_PROBE_DIR_MAX];	       /* bs= of reads and writes (fio's "4k,8k") */
+	struct probe_bs bsdir[_PROBE_DIR_MAX]; /* the sizes each direction uses */
+	uint64_t blockalign;		       /* random offsets' alignment, 0: the smallest I/O */
+	uint64_t size;			       /* region of each file, or of a raw device (0: whole device) */
+	uint64_t filesize;		       /* size of each probe file, 0: from size */
+	unsigned nrfiles;		       /* probe files, 1..1024 */
+	uint64_t offset;		       /* start of the I/O region in each file or the device */
+	uint64_t offset_increment;	     /* job N starts at offset + N * this (0: see probe_job_region) */
+	uint64_t io_size;		     /* --once: bytes per job and loop when not time_based, 0: size */
+	char *directory;		     /* file target: DIRECTORY/.iopsd/NAME.dat */
+	char *filename;			     /* raw block device target, read-only */
+	unsigned iodepth;		     /* 1..256 */
+	unsigned iodepth_batch;		     /* I/Os gathered before a submit, 0: all that are ready */
+	unsigned iodepth_batch_complete_min; /* completions waited for, 0: 1 */
+	unsigned iodepth_batch_complete_max; /* completions reaped at once, 0: iodepth */
+	unsigned numjobs;		     /* 1..64 */
+	unsigned rwmixread;		     /* percent of reads in rw/randrw, 0..100 */
+	unsigned fsync;			     /* fsync after every N writes, 0 never */
 	bool end_fsync;
-	uint64_t runtime_usec;  /* budget of one run; 0 when number_ios is set */
-	uint64_t number_ios;    /* ops per run and job; 0 when runtime is set */
-	uint64_t rate_iops;     /* cap across all jobs, 0 unlimited */
-	uint64_t interval_usec; /* time between run starts */
-	bool ceiling;           /* ceiling probe: short QD burst when the device is quiet */
-	bool allow_overlap;     /* may run concurrently with probes on the same device */
+	uint64_t runtime_usec;	  /* budget of one run; 0 when number_ios is set */
+	uint64_t number_ios;	  /* ops per run and job; 0 when runtime is set */
+	bool time_based;	  /* --once: run for runtime, not until io_size is done */
+	unsigned loops;		  /* --once: passes over io_size, 1.. */
+	uint64_t ramp_usec;	  /* run this long before measuring (fio's ramp_time) */
+	uint64_t startdelay_usec; /* --once: start this long after the group */
+	bool stonewall;		  /* --once: wait for the jobs before this one */
+	uint64_t rate_iops;	  /* cap per job (fio's meaning), 0 unlimited */
+	uint64_t rate_bytes;	  /* bytes per second per job (fio's rate), 0 unlimited */
+	uint64_t interval_usec;	  /* time between run starts */
+	bool ceiling;		  /* ceiling probe: short QD burst when the device is quiet */
+	bool allow_overlap;	  /* may run concurrently with probes on the same device */
+	struct probe_key_lines lines;
 };
 
 struct device_config {
-	char *name;              /* device name ("nvme1n1") or mount point ("/data") */
+	char *name; /* device name ("nvme1n1") or mount point ("/data") */
 	unsigned line;
-	uint64_t iops_limit;     /* 0 = not declared */
+	uint64_t iops_limit;	   /* 0 = not declared */
 	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
-	uint64_t burst_iops;     /* gp2-style bucket: burst rate, 0 = no model */
-	uint64_t burst_credits;  /* bucket size in I/O credits */
-	double credit_rate;      /* credits earned per second (the baseline IOPS) */
-	double ceiling_threshold; /* ratio counted as "at the limit" */
+	uint64_t burst_iops;	   /* gp2-style bucket: burst rate, 0 = no model */
+	uint64_t burst_credits;	   /* bucket size in I/O credits */
+	double credit_rate;	   /* credits earned per second (the baseline IOPS) */
+	double ceiling_threshold;  /* ratio counted as "at the limit" */
+};
+
+struct config_error {
+	char *file;
+	unsigned line; /* 0 when the error is not tied to a line */
+	char *message;
 };
 
 struct config {
-	char *path;              /* file it came from, or "(built-in default)" */
+	char *path; /* file it came from, or "(built-in default)" */
 	bool is_builtin;
 
-	char *listen_address;    /* "host:port", "[::1]:port", ":port" */
+	char *listen_address; /* "host:port", "[::1]:port", ":port" */
 	char *state_directory;
 	char *web_config_file;
-	int log_level;           /* LOG_*, or -1 when not set */
-	uint64_t probe_interval_usec;  /* default interval of probes */
+	int log_level;		      /* LOG_*, or -1 when not set */
+	uint64_t probe_interval_usec; /* default interval of probes */
 	uint64_t sample_interval_usec;
-	uint64_t history_usec;   /* length of the in-memory history */
-	char *device_include;    /* POSIX extended regex on device names, or NULL */
+	uint64_t history_usec; /* length of the in-memory history */
+	char *device_include;  /* POSIX extended regex on device names, or NULL */
 	char *device_exclude;
 	double ceiling_threshold;
 	unsigned max_connections;
@@ -97,19 +147,19 @@ struct config {
 	uint64_t connection_timeout_usec;
 	unsigned max_devices;
 	uint64_t max_history_memory; /* bytes: one device's history must fit */
-	uint64_t max_probe_memory; /* bytes: bs * iodepth * numjobs summed over probes */
+	uint64_t max_probe_memory;   /* bytes: bs * iodepth * numjobs summed over probes */
 	uint64_t max_history_points; /* points in one /api/v1/history answer */
 
 	struct probe_config *probes;
 	size_t n_probes;
 	struct device_config *devices;
 	size_t n_devices;
-};
 
-struct config_error {
-	char *file;
-	unsigned line; /* 0 when the error is not tied to a line */
-	char *message;
+	/* What loading (and fitting) did that a user should hear about: fio keys
+	 * ignored, a filename= turned into a probe file, budget keys fitted.
+	 * "FILE:LINE: text" lines, in file order. */
+	struct config_error *notices;
+	size_t n_notices;
 };
 
 struct config_errors {
@@ -124,8 +174,7 @@ struct config_errors {
 int config_load_file(const char *path, struct config_errors *errs, struct config **ret);
 
 /* Same, from text in memory; `name` is used as FILE in messages. */
-int config_load_string(const char *name, const char *text, struct config_errors *errs,
-		       struct config **ret);
+int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret);
 
 /* The embedded default: every device sampled, one gentle 4k random-read
  * probe on the state directory's filesystem. */
@@ -133,6 +182,10 @@ int config_load_builtin(struct config **ret);
 extern const char config_builtin_text[];
 
 struct config *config_free(struct config *c);
+
+/* Append a notice "c->path:LINE: ..." to c->notices (line 0: none). Returns
+ * 0 or -ENOMEM. */
+int config_add_notice(struct config *c, unsigned line, const char *fmt, ...) _printf_(3, 4);
 void config_errors_clear(struct config_errors *errs);
 
 /* Find a [device NAME] section by name; NULL when none. */

@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "ceiling_gate.h"
+#include "fit.h"
 #include "sampler.h"
 #include "history.h"
 #include "http.h"
@@ -137,6 +138,20 @@ int daemon_check_start(const struct config *cfg)
 	return r < 0 ? r : 0;
 }
 
+/* What loading and fitting did to fio keys, one line each. */
+static void print_config_notices(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_notices; i++) {
+		const struct config_error *n = &cfg->notices[i];
+
+		if (n->line > 0) {
+			log_notice("%s:%u: %s", n->file, n->line, n->message);
+		} else {
+			log_notice("%s: %s", n->file, n->message);
+		}
+	}
+}
+
 int daemon_load_config(const struct cli_args *args, struct config **ret)
 {
 	struct config_errors errs = {0};
@@ -182,6 +197,12 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 	if (args->log_level >= 0) {
 		cfg->log_level = args->log_level;
 	}
+	/* --once runs a job file as fio would; the daemon on its schedule */
+	if (!args->once && config_fit_schedule(cfg) < 0) {
+		config_free(cfg);
+		return log_error_errno(-ENOMEM, "Out of memory");
+	}
+	print_config_notices(cfg);
 	*ret = cfg;
 	return 0;
 }

@@ -1,5 +1,6 @@
-/* `iopsd --once`: run every configured probe once, one after the other,
- * and print one JSON document (fio's shape: {"jobs": [...]}). */
+/* `iopsd --once`: run the job file once as fio would (jobs between two
+ * stonewalls together, each with its own runtime or loops) and print one
+ * JSON document (fio's shape: {"jobs": [...]}). */
 #pragma once
 
 #include <stdio.h>

@@ -24,6 +24,7 @@
 
 #include "engine.h"
 #include "fileio.h"
+#include "iogen.h"
 #include "probefile.h"
 #include "refcount.h"
 #include "timeutil.h"
@@ -60,9 +61,11 @@ struct job {
 	struct slot **batch;
 	unsigned n_batch;
 	struct engine_event *events;
-	uint64_t rng;
-	uint64_t region_start, region_len;
-	uint64_t cursor[2]; /* sequential position of reads and writes */
+	struct iogen_job gen;
+	uint64_t issued_bytes;	  /* for rate= */
+	uint64_t measured_bytes;  /* issued after ramp_time, for io_size * loops */
+	unsigned n_reaped;	  /* completions since the last queueing, for iodepth_batch_complete_min */
+	unsigned last_write_file; /* the file fsync=N flushes */
 	int setup_error;
 	int error;
 	char message[sizeof(((struct probe_result *)0)->message)];
@@ -82,12 +85,17 @@ struct run {
 	char *sysfs;
 	enum probe_rw rw;
 	uint64_t bs, size, runtime_ns, number_ios, rate_iops, timeout_ns;
+	uint64_t ramp_ns, rate_bytes, io_limit;
 	unsigned iodepth, numjobs, rwmixread, fsync_every;
+	unsigned batch_submit, complete_min, complete_max;
 	bool end_fsync;
 	uint64_t seed;
 	dev_t directory_dev;
+	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
+	struct iogen gen;
 
-	int fd;
+	int *fds; /* the probe files (nrfiles), or the raw device */
+	unsigned n_fds;
 	char target[PATH_MAX];
 	const struct engine_ops *ops;
 	/* a timerfd every job's engine watches: it fires at the I/O phase's
@@ -106,7 +114,6 @@ struct run {
 	unsigned n_ready, n_finished;
 	struct probe_result result;
 
-	uint64_t shared_block; /* atomic: rewrite's common sequential position */
 	struct job *jobs;
 };
 
@@ -121,9 +128,7 @@ uint64_t probe_rng_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-/* A uniform integer in [0, n) without a division (Lemire's multiply-shift;
- * the bias is below n / 2^64). */
-static uint64_t rng_below(uint64_t *rng, uint64_t n)
+uint64_t probe_rng_below(uint64_t *rng, uint64_t n)
 {
 	return (uint64_t)(((unsigned __int128)probe_rng_next(rng) * n) >> 64);
 }
@@ -133,12 +138,12 @@ bool probe_rwmix_is_read(uint64_t *rng, unsigned rwmixread)
 	if (rwmixread >= 100) {
 		return true;
 	}
-	return rng_below(rng, 100) < rwmixread;
+	return probe_rng_below(rng, 100) < rwmixread;
 }
 
 uint64_t probe_random_offset(uint64_t *rng, uint64_t start, uint64_t len, uint64_t bs)
 {
-	return start + rng_below(rng, len / bs) * bs;
+	return start + probe_rng_below(rng, len / bs) * bs;
 }
 
 uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len, uint64_t bs)
@@ -188,7 +193,7 @@ uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned
 uint64_t probe_timeout_usec(const struct probe_config *pc)
 {
 	if (pc->runtime_usec > 0) {
-		return 2 * pc->runtime_usec;
+		return 2 * pc->runtime_usec + pc->ramp_usec;
 	}
 	return pc->interval_usec > 0 ? pc->interval_usec : 60 * USEC_PER_SEC;
 }
@@ -247,9 +252,12 @@ static void run_cancel_locked(struct run *r)
 
 static void run_destroy(struct run *r)
 {
-	if (r->fd >= 0) {
-		close(r->fd);
+	for (unsigned i = 0; r->fds && i < r->n_fds; i++) {
+		if (r->fds[i] >= 0) {
+			close(r->fds[i]);
+		}
 	}
+	free(r->fds);
 	if (r->wake_fd >= 0) {
 		close(r->wake_fd);
 	}
@@ -304,6 +312,7 @@ static void job_teardown(struct job *j)
 	free(j->free_slots);
 	free(j->batch);
 	free(j->events);
+	iogen_job_done(&j->gen);
 	j->bufs = NULL;
 	j->slots = NULL;
 	j->free_slots = NULL;
@@ -344,8 +353,8 @@ static int job_setup(struct job *j)
 	}
 	es = (struct engine_setup){
 	    .depth = j->depth,
-	    .fds = &r->fd,
-	    .n_fds = 1,
+	    .fds = r->fds,
+	    .n_fds = r->n_fds,
 	    .bufs = j->bufs,
 	    .buf_size = r->bs,
 	    .wake_fd = r->wake_fd,
@@ -354,9 +363,7 @@ static int job_setup(struct job *j)
 	if (e < 0) {
 		return e;
 	}
-	probe_job_region(r->rw, r->size, r->bs, r->numjobs, j->index, &j->region_start, &j->region_len);
-	j->rng = r->seed + 0x632be59bd9b4e019ULL * (j->index + 1);
-	return 0;
+	return iogen_job_init(&r->gen, j->index, r->seed, &j->gen);
 }
 
 static void job_fail(struct job *j, int err, const char *fmt, ...) _printf_(3, 4);
@@ -380,46 +387,27 @@ static void scramble(void *buf, uint64_t bs, uint64_t stamp)
 	}
 }
 
-/* Pick the next data op and fill the slot. Returns the op. */
+/* Take the next data op from iogen and fill the slot. Returns the op. */
 static enum probe_op job_prep_io(struct job *j, struct slot *s)
 {
 	struct run *r = j->run;
-	enum probe_rw rw = r->rw;
-	bool is_read;
-	uint64_t off;
+	struct iogen_io io;
 
-	switch (rw) {
-	case PROBE_RW_READ:
-	case PROBE_RW_RANDREAD:
-		is_read = true;
-		break;
-	case PROBE_RW_RW:
-	case PROBE_RW_RANDRW:
-		is_read = probe_rwmix_is_read(&j->rng, r->rwmixread);
-		break;
-	default:
-		is_read = false;
-		break;
+	iogen_next(&r->gen, &j->gen, &io);
+	s->offset = io.offset;
+	s->len = io.len;
+	s->file = io.file;
+	j->issued_bytes += io.len;
+	/* as in fio, a ramp does not count towards io_size */
+	if (r->ramp_ns == 0 || now_nsec(CLOCK_MONOTONIC) >= r->start_ns + r->ramp_ns) {
+		j->measured_bytes += io.len;
 	}
-	if (rw == PROBE_RW_REWRITE) {
-		uint64_t blocks = j->region_len / r->bs;
-		uint64_t b = __atomic_fetch_add(&r->shared_block, 1, __ATOMIC_RELAXED);
-
-		off = (b % blocks) * r->bs;
-	} else if (probe_rw_is_random(rw)) {
-		off = probe_random_offset(&j->rng, j->region_start, j->region_len, r->bs);
-	} else {
-		off = probe_sequential_offset(&j->cursor[is_read ? 0 : 1], j->region_start, j->region_len,
-					      r->bs);
-	}
-	s->offset = off;
-	s->len = r->bs;
-	s->file = 0;
-	if (is_read) {
+	if (io.is_read) {
 		s->op = PROBE_OP_READ;
 	} else {
 		s->op = PROBE_OP_WRITE;
-		scramble(s->buf, r->bs, probe_rng_next(&j->rng) ^ off);
+		j->last_write_file = io.file;
+		scramble(s->buf, io.len, probe_rng_next(&j->gen.rng) ^ io.offset);
 	}
 	return s->op;
 }
@@ -431,7 +419,9 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 	long want = s->op == PROBE_OP_FSYNC ? 0 : (long)s->len;
 	char e[96];
 
-	if (res == want) {
+	if (res == want && t < r->start_ns + r->ramp_ns) {
+		/* ramp_time: run, but kept out of the figures (as in fio) */
+	} else if (res == want) {
 		o->ops++;
 		o->bytes += (uint64_t)want;
 		histogram_record(&o->lat, t - s->submit_ns);
@@ -462,7 +452,7 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 static void job_sync_fsync(struct job *j, struct slot *s)
 {
 	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
-	long res = fsync(j->run->fd) < 0 ? -errno : 0;
+	long res = fsync(j->run->fds[j->last_write_file]) < 0 ? -errno : 0;
 
 	s->submit_ns = t0;
 	job_complete(j, s, res, now_nsec(CLOCK_MONOTONIC));
@@ -510,7 +500,7 @@ static unsigned job_submit(struct job *j)
 					 "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64
 					 " may not suit the device",
 					 probe_op_to_string(s->op), s->offset, j->run->target,
-					 probefile_strerror(n, e, sizeof(e)), j->run->bs);
+					 probefile_strerror(n, e, sizeof(e)), s->len);
 			} else {
 				job_fail(j, n, "submitting a %s to %s failed: %s", probe_op_to_string(s->op),
 					 j->run->target, probefile_strerror(n, e, sizeof(e)));
@@ -566,6 +556,57 @@ static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
 		 r->runtime_ns ? "2x runtime" : "the interval");
 }
 
+/* The end of a run that is not (only) time based: number_ios, or fio's
+ * io_size * loops without time_based. */
+static bool job_budget_spent(const struct job *j, uint64_t issued)
+{
+	const struct run *r = j->run;
+
+	return (r->number_ios && issued >= r->number_ios) ||
+	       (r->io_limit && j->measured_bytes >= r->io_limit);
+}
+
+/* When the next I/O may go: rate_iops (per job, interleaved across the jobs)
+ * and rate (bytes per second per job), whichever is later. */
+static uint64_t job_rate_due_ns(const struct job *j, uint64_t issued)
+{
+	const struct run *r = j->run;
+	uint64_t due = r->start_ns, b;
+
+	if (r->rate_iops) {
+		due = probe_rate_due_ns(r->start_ns, issued, j->index, r->numjobs, r->rate_iops * r->numjobs);
+	}
+	if (r->rate_bytes) {
+		b = iogen_rate_bytes_due_ns(r->start_ns, j->issued_bytes, r->rate_bytes);
+		due = b > due ? b : due;
+	}
+	return due;
+}
+
+/* iodepth_batch: start a batch only once that many slots are free;
+ * iodepth_batch_complete_min: and that many completions came back (or
+ * nothing is in flight). */
+static bool job_may_queue(const struct job *j, unsigned inflight)
+{
+	const struct run *r = j->run;
+	unsigned want = r->batch_submit < j->depth ? r->batch_submit : j->depth;
+	unsigned reaped = r->complete_min < inflight ? r->complete_min : inflight;
+
+	if (j->n_batch > 0 || inflight == 0) {
+		return true;
+	}
+	return j->n_reaped >= reaped && (want <= 1 || j->depth - inflight >= want);
+}
+
+/* iodepth_batch_complete_max: completions reaped at once (the wake fd's
+ * event counts too). */
+static unsigned job_reap_max(const struct job *j)
+{
+	unsigned m = j->run->complete_max;
+
+	return (m == 0 || m > j->depth ? j->depth : m) + 1;
+}
+
 /* Where a job's I/O loop stands. */
 struct io_loop {
 	uint64_t start, stop_at, hard; /* CLOCK_MONOTONIC ns: the run's start, end, deadline */
@@ -582,7 +623,7 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 {
 	struct run *r = j->run;
 
-	while (l->is_issuing && l->inflight + j->n_batch < j->depth) {
+	while (l->is_issuing && l->inflight + j->n_batch < j->depth && job_may_queue(j, l->inflight)) {
 		struct slot *s;
 
 		if (l->want_fsync) {
@@ -601,22 +642,21 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 			}
 			continue;
 		}
-		if (r->number_ios && l->issued >= r->number_ios) {
+		if (job_budget_spent(j, l->issued)) {
 			break;
 		}
-		if (r->rate_iops) {
-			l->due = probe_rate_due_ns(l->start, l->issued, j->index, r->numjobs, r->rate_iops);
-			if (l->due > l->now) {
-				break;
-			}
-			l->due = 0;
+		l->due = job_rate_due_ns(j, l->issued);
+		if (l->due > l->now) {
+			break;
 		}
+		l->due = 0;
 		s = j->free_slots[--j->n_free];
 		if (job_prep_io(j, s) == PROBE_OP_WRITE && r->fsync_every > 0 &&
 		    ++l->writes % r->fsync_every == 0) {
 			l->want_fsync = true;
 		}
 		j->batch[j->n_batch++] = s;
+		j->n_reaped = 0;
 		l->issued++;
 	}
 }
@@ -655,7 +695,7 @@ static bool job_reap(struct job *j, struct io_loop *l)
 	if (l->due > l->now) {
 		timeout = (l->due < l->hard ? l->due : l->hard) - l->now;
 	}
-	n = j->ops->reap(j->eng, j->events, j->depth + 1, timeout);
+	n = j->ops->reap(j->eng, j->events, job_reap_max(j), timeout);
 	l->now = now_nsec(CLOCK_MONOTONIC);
 	if (n == -EINTR) {
 		return true;
@@ -671,6 +711,7 @@ static bool job_reap(struct job *j, struct io_loop *l)
 			continue; /* the wake fd: the deadline or a cancel, seen by the loop */
 		}
 		job_complete(j, j->events[i].slot, j->events[i].res, l->now);
+		j->n_reaped++;
 		l->inflight--;
 	}
 	return true;
@@ -683,7 +724,7 @@ static void job_loop(struct job *j)
 	struct run *r = j->run;
 	struct io_loop l = {
 	    .start = r->start_ns,
-	    .stop_at = r->runtime_ns ? r->start_ns + r->runtime_ns : UINT64_MAX,
+	    .stop_at = r->runtime_ns ? r->start_ns + r->ramp_ns + r->runtime_ns : UINT64_MAX,
 	    .hard = r->start_ns + r->timeout_ns,
 	    .now = r->start_ns,
 	    .is_issuing = true,
@@ -693,7 +734,7 @@ static void job_loop(struct job *j)
 	for (;;) {
 		l.due = 0;
 		if (l.is_issuing && (j->error != 0 || l.now >= l.stop_at || run_is_cancelled(r) ||
-				     (r->number_ios && l.issued >= r->number_ios && !l.want_fsync))) {
+				     (job_budget_spent(j, l.issued) && !l.want_fsync))) {
 			l.is_issuing = false;
 		}
 		job_fill_batch(j, &l);
@@ -764,12 +805,67 @@ static bool layout_should_stop(void *userdata)
 	return run_is_cancelled(r) || now_nsec(CLOCK_MONOTONIC) >= r->prepare_deadline_ns;
 }
 
+/* Every I/O size and offset must suit the device's logical block size. */
+static int run_check_block_size(struct run *r, struct probe_result *res, unsigned lbs)
+{
+	uint64_t bad = r->gen.align % lbs ? r->gen.align : 0;
+
+	for (int d = 0; d < _PROBE_DIR_MAX && !bad; d++) {
+		const struct probe_bs *b = &r->gen.bs[d];
+
+		bad = b->min % lbs ? b->min : b->max % lbs ? b->max : 0;
+		for (unsigned i = 0; i < b->n_split && !bad; i++) {
+			bad = b->split[i].bs % lbs ? b->split[i].bs : 0;
+		}
+	}
+	if (bad || r->layout_pc.offset % lbs || r->layout_pc.offset_increment % lbs) {
+		set_message(res->message, sizeof(res->message),
+			    "bs=%" PRIu64 " (or an offset) is not a multiple of the logical block size (%u "
+			    "bytes) of the device under %s",
+			    bad ? bad : r->bs, lbs, r->target);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Open (laying them out where needed) the probe files NAME.dat, or
+ * NAME.0.dat ... for nrfiles > 1, into r->fds. */
+static int run_open_files(struct run *r, struct probe_result *res, uint64_t file_size)
+{
+	_cleanup_close_ int dfd = -1;
+	char name[PATH_MAX];
+	struct probefile pf;
+	int k;
+
+	dfd = probefile_open_directory(r->directory, r->directory_dev, &res->directory_dev, res->message,
+				       sizeof(res->message));
+	if (dfd < 0) {
+		return dfd;
+	}
+	for (unsigned i = 0; i < r->n_fds; i++) {
+		snprintf(name, sizeof(name), r->n_fds > 1 ? "%s.%u" : "%s", r->name, i);
+		k = probefile_open_at(dfd, r->directory, name, file_size, probe_rw_writes(r->rw), r->seed + i,
+				      layout_should_stop, r, res->message, sizeof(res->message), &pf);
+		if (k == -ECANCELED && !run_is_cancelled(r)) {
+			k = -ETIMEDOUT;
+			set_message(res->message, sizeof(res->message),
+				    "laying out %s took longer than %" PRIu64 " s", r->target,
+				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
+		}
+		if (k < 0) {
+			return k;
+		}
+		r->fds[i] = pf.fd;
+		res->layout_usec += pf.layout_usec;
+	}
+	return 0;
+}
+
 static int run_prepare(struct run *r, struct probe_result *res)
 {
-	struct probefile pf;
+	struct fio_layout layout;
+	struct probefile pf = {.fd = -1};
 	struct stat st;
-	unsigned lbs;
-	uint64_t size;
 	int k;
 
 	if (r->filename && probe_rw_writes(r->rw)) {
@@ -779,47 +875,40 @@ static int run_prepare(struct run *r, struct probe_result *res)
 		return -EINVAL;
 	}
 	if (r->filename) {
-		k = probefile_open_device(r->filename, r->size, res->message, sizeof(res->message), &pf);
-	} else {
-		_cleanup_close_ int dfd = -1;
-
-		size = r->size - r->size % r->bs;
-		dfd = probefile_open_directory(r->directory, r->directory_dev, &res->directory_dev,
-					       res->message, sizeof(res->message));
-		if (dfd < 0) {
-			return dfd;
+		k = probefile_open_device(r->filename, 0, res->message, sizeof(res->message), &pf);
+		if (k < 0) {
+			return k;
 		}
-		k = probefile_open_at(dfd, r->directory, r->name, size, probe_rw_writes(r->rw), r->seed,
-				      layout_should_stop, r, res->message, sizeof(res->message), &pf);
-		if (k == -ECANCELED && !run_is_cancelled(r)) {
-			k = -ETIMEDOUT;
-			set_message(res->message, sizeof(res->message),
-				    "laying out %s took longer than %" PRIu64 " s", r->target,
-				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
-		}
+		r->fds[0] = pf.fd;
+	}
+	k = fio_layout(&r->layout_pc, r->filename ? pf.size : 0, &layout, res->message, sizeof(res->message));
+	if (k == 0 && !r->filename) {
+		k = run_open_files(r, res, layout.file_size);
 	}
 	if (k < 0) {
 		return k;
 	}
-	r->fd = pf.fd;
-	res->layout_usec = pf.layout_usec;
-	r->size = pf.size - pf.size % r->bs;
-	if (fstat(r->fd, &st) < 0) {
+	iogen_init(&r->gen, &r->layout_pc, &layout);
+	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
+		set_message(res->message, sizeof(res->message),
+			    "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
+			    layout.region, r->gen.bs_max * r->numjobs);
+		return -EINVAL;
+	}
+	if (fstat(r->fds[0], &st) < 0) {
 		return -errno;
 	}
-	lbs = probe_logical_block_size(r->sysfs, pf.is_block_device ? st.st_rdev : st.st_dev);
-	if (r->bs % lbs != 0) {
-		set_message(res->message, sizeof(res->message),
-			    "bs=%" PRIu64
-			    " is not a multiple of the logical block size (%u bytes) of the device under %s",
-			    r->bs, lbs, r->target);
-		return -EINVAL;
+	k = run_check_block_size(r, res,
+				 probe_logical_block_size(r->sysfs, r->filename ? st.st_rdev : st.st_dev));
+	if (k < 0) {
+		return k;
 	}
-	if (r->size < r->bs * r->numjobs) {
-		set_message(res->message, sizeof(res->message),
-			    "%s has %" PRIu64 " bytes, less than bs*numjobs=%" PRIu64, r->target, r->size,
-			    r->bs * r->numjobs);
-		return -EINVAL;
+	if (r->io_limit == UINT64_MAX) {
+		/* not time based: each job moves size (or io_size) bytes per loop, as in fio */
+		r->io_limit = (r->layout_pc.io_size ? r->layout_pc.io_size
+			       : r->layout_pc.size  ? r->layout_pc.size
+						    : layout.region) *
+			      (r->layout_pc.loops ? r->layout_pc.loops : 1);
 	}
 	return 0;
 }
@@ -898,9 +987,13 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 {
 	struct probe_op_result *o = &res->op[PROBE_OP_FSYNC];
 	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+	unsigned i = 0;
 	char e[96];
 
-	if (fsync(r->fd) < 0) {
+	while (i < r->n_fds && fsync(r->fds[i]) == 0) {
+		i++;
+	}
+	if (i < r->n_fds) {
 		int k = -errno;
 
 		o->errors[probe_error_reason_from_errno(k)]++;
@@ -919,12 +1012,14 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 {
 	uint64_t data_ops = res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops;
+	/* the figures start after ramp_time, as fio's */
+	uint64_t measured = r->start_ns ? r->start_ns + r->ramp_ns : 0;
 	double secs;
 
-	if (r->start_ns > 0 && end_ns > r->start_ns) {
-		res->runtime_usec = (end_ns - r->start_ns) / NSEC_PER_USEC;
+	if (measured > 0 && end_ns > measured) {
+		res->runtime_usec = (end_ns - measured) / NSEC_PER_USEC;
 	}
-	secs = (double)(end_ns > r->start_ns ? end_ns - r->start_ns : 1) / (double)NSEC_PER_SEC;
+	secs = (double)(end_ns > measured ? end_ns - measured : 1) / (double)NSEC_PER_SEC;
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		res->op[op].iops = r->start_ns ? (double)res->op[op].ops / secs : 0;
 		res->op[op].bw_bytes = r->start_ns ? (double)res->op[op].bytes / secs : 0;
@@ -1029,6 +1124,38 @@ int probe_engine_check(enum probe_engine engine, char *msg, size_t len)
 	return engine == PROBE_ENGINE_IO_URING ? engine_uring_check(msg, len) : engine_libaio_check(msg, len);
 }
 
+/* The keys a run reads, copied (the config may be freed while it runs). */
+static void run_copy_keys(struct run *r, const struct probe_config *pc, const struct probe_options *o)
+{
+	r->rw = pc->rw;
+	r->bs = pc->bs;
+	r->size = pc->size;
+	r->runtime_ns = pc->runtime_usec * NSEC_PER_USEC;
+	r->ramp_ns = pc->ramp_usec * NSEC_PER_USEC;
+	r->number_ios = pc->number_ios;
+	r->rate_iops = pc->rate_iops;
+	r->rate_bytes = pc->rate_bytes;
+	/* not time based: stop after io_size (or size) * loops, known once the
+	 * target is open */
+	r->io_limit = pc->time_based ? 0 : UINT64_MAX;
+	r->timeout_ns = (o && o->timeout_usec ? o->timeout_usec : probe_timeout_usec(pc)) * NSEC_PER_USEC;
+	/* sync and psync measure one I/O at a time: libaio at depth 1 */
+	r->ops = pc->ioengine == PROBE_ENGINE_IO_URING ? &engine_uring_ops : &engine_libaio_ops;
+	r->iodepth =
+	    pc->iodepth > 0 && pc->ioengine != PROBE_ENGINE_SYNC && pc->ioengine != PROBE_ENGINE_PSYNC
+		? pc->iodepth
+		: 1;
+	r->numjobs = pc->numjobs > 0 ? pc->numjobs : 1;
+	r->rwmixread = pc->rwmixread;
+	r->fsync_every = pc->fsync;
+	r->end_fsync = pc->end_fsync;
+	r->batch_submit = pc->iodepth_batch;
+	r->complete_min = pc->iodepth_batch_complete_min;
+	r->complete_max = pc->iodepth_batch_complete_max;
+	r->layout_pc = *pc;
+	r->layout_pc.name = r->layout_pc.directory = r->layout_pc.filename = NULL;
+}
+
 static int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
 {
 	struct run *r;
@@ -1039,7 +1166,6 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 		return -ENOMEM;
 	}
 	r->refcount = 1;
-	r->fd = -1;
 	r->wake_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (r->wake_fd < 0) {
 		int k = -errno;
@@ -1057,32 +1183,25 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	r->directory = pc->directory ? strdup(pc->directory) : NULL;
 	r->filename = pc->filename ? strdup(pc->filename) : NULL;
 	r->sysfs = strdup(o && o->sysfs ? o->sysfs : "/sys");
-	if (!r->name || !r->sysfs || (pc->directory && !r->directory) || (pc->filename && !r->filename)) {
+	r->n_fds = pc->filename || pc->nrfiles == 0 ? 1 : pc->nrfiles;
+	r->fds = malloc(r->n_fds * sizeof(*r->fds));
+	if (!r->name || !r->sysfs || !r->fds || (pc->directory && !r->directory) ||
+	    (pc->filename && !r->filename)) {
 		run_unref(r);
 		return -ENOMEM;
 	}
+	for (unsigned i = 0; i < r->n_fds; i++) {
+		r->fds[i] = -1;
+	}
 	if (r->filename) {
 		snprintf(r->target, sizeof(r->target), "%s", r->filename);
+	} else if (r->n_fds > 1) {
+		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.{0..%u}.dat", r->directory,
+			 r->name, r->n_fds - 1);
 	} else {
 		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.dat", r->directory, r->name);
 	}
-	r->rw = pc->rw;
-	r->bs = pc->bs;
-	r->size = pc->size;
-	r->runtime_ns = pc->runtime_usec * NSEC_PER_USEC;
-	r->number_ios = pc->number_ios;
-	r->rate_iops = pc->rate_iops;
-	r->timeout_ns = probe_timeout_usec(pc) * NSEC_PER_USEC;
-	/* sync and psync measure one I/O at a time: libaio at depth 1 */
-	r->ops = pc->ioengine == PROBE_ENGINE_IO_URING ? &engine_uring_ops : &engine_libaio_ops;
-	r->iodepth =
-	    pc->iodepth > 0 && pc->ioengine != PROBE_ENGINE_SYNC && pc->ioengine != PROBE_ENGINE_PSYNC
-		? pc->iodepth
-		: 1;
-	r->numjobs = pc->numjobs > 0 ? pc->numjobs : 1;
-	r->rwmixread = pc->rwmixread;
-	r->fsync_every = pc->fsync;
-	r->end_fsync = pc->end_fsync;
+	run_copy_keys(r, pc, o);
 	r->seed = o && o->seed ? o->seed : 0;
 	r->directory_dev = o ? o->directory_dev : 0;
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {

@@ -78,10 +78,11 @@ int probe_engine_check(enum probe_engine engine, char *msg, size_t len);
 
 /* What a run needs beyond its configuration. */
 struct probe_options {
-	const char *sysfs;   /* sysfs mount point; NULL: "/sys" */
-	uint64_t seed;	     /* offsets and data; 0: from getrandom() */
-	dev_t directory_dev; /* not 0: DIRECTORY must still be on this filesystem
-			      * (-EXDEV otherwise), see probefile_open_directory() */
+	const char *sysfs;     /* sysfs mount point; NULL: "/sys" */
+	uint64_t seed;	       /* offsets and data; 0: from getrandom() */
+	dev_t directory_dev;   /* not 0: DIRECTORY must still be on this filesystem
+				* (-EXDEV otherwise), see probefile_open_directory() */
+	uint64_t timeout_usec; /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only
@@ -118,6 +119,9 @@ unsigned probe_logical_block_size(const char *sysfs, dev_t dev);
 
 /* splitmix64: the engine's PRNG (offsets, rwmix, data). */
 uint64_t probe_rng_next(uint64_t *state);
+/* A uniform integer in [0, n) without a division (Lemire's multiply-shift;
+ * the bias is below n / 2^64). */
+uint64_t probe_rng_below(uint64_t *rng, uint64_t n);
 /* fio's rwmixread: true (a read) with probability rwmixread/100. */
 bool probe_rwmix_is_read(uint64_t *rng, unsigned rwmixread);
 /* A uniformly random offset in [start, start + len), aligned to bs from
@@ -137,7 +141,7 @@ void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned num
  * paced from `start_ns` without drift; jobs are interleaved evenly. */
 uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs, uint64_t rate_iops);
 /* How long a run's I/O phase may take before it is cancelled as a timeout:
- * 2x runtime, or the interval for number_ios probes. */
+ * 2x runtime plus ramp_time, or the interval for number_ios probes. */
 uint64_t probe_timeout_usec(const struct probe_config *pc);
 /* Parse a sysfs queue/logical_block_size value (a power of two, 512..64k). */
 int probe_parse_block_size(const char *s, unsigned *ret);

@@ -48,7 +48,7 @@ def write_conf(workdir, name, dev, engine, qd):
     path = os.path.join(workdir, f"{name}.conf")
     with open(path, "w") as f:
         f.write(f"[{name}]\nfilename={dev}\nrw=randread\nbs=4k\niodepth={qd}\n"
-                f"ioengine={engine}\nruntime={RUNTIME}s\n")
+                f"ioengine={engine}\nruntime={RUNTIME}s\ntime_based\n")
     return path
 
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The public compatibility suite: every job file of Debian's fio-examples
+(/usr/share/doc/fio/examples/*.fio) either loads under `iopsd
+--check-config` or is refused with FILE:LINE naming the key on that line
+(or the section) and why; none crashes, hangs, gives an unknown key or a
+vague error. The ones the issue names must load, given a directory (their
+/data-style placeholders, and a job without a target, get a scratch
+directory: fio would use the working directory). The field notes' four
+runbook jobs load unchanged, with the per-job size notice and loops fitted.
+Prints the tally: which load, which are refused and by which key."""
+import collections
+import glob
+import gzip
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+EXAMPLES = "/usr/share/doc/fio/examples"
+MUST_LOAD = ["aio-read", "ssd-test", "tiobench-example", "iometer-file-access-server",
+             "fixed-rate-submission", "fsx", "numa"]
+RUNBOOK = os.path.join(t.SRCDIR, "tests", "fixtures", "config", "runbook")
+ERROR = re.compile(r"^(?:<\d>|iopsd: error: )?(?P<file>/[^:]+):(?P<line>\d+): (?P<msg>.*)$")
+
+
+def read_example(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return f.read()
+
+
+def substitute(text, scratch):
+    """Point the job's directories at `scratch`; a job with no target, or
+    only relative filenames, gets directory=scratch first."""
+    text = re.sub(r"(?m)^(\s*directory\s*=).*$", r"\g<1>" + scratch, text)
+    has_dir = re.search(r"(?m)^\s*directory\s*=", text)
+    absolute = re.search(r"(?m)^\s*filename\s*=\s*/", text)
+    if not has_dir and not absolute:
+        text = f"[global]\ndirectory={scratch}\n" + text
+    return text
+
+
+def check_refusal(name, path, stderr):
+    """The first error names the key on its line (or the section) and says why."""
+    errors = [m for m in (ERROR.match(line) for line in stderr.splitlines()) if m]
+    assert errors, f"{name}: exit 78 without a FILE:LINE error: {stderr!r}"
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for e in errors:
+        msg = e["msg"]
+        assert e["file"] == path, (name, e["file"])
+        assert "unknown key" not in msg, f"{name}: every fio key is classified: {msg}"
+        assert "syntax error" not in msg, f"{name}: vague error: {msg}"
+    first = errors[0]
+    n = int(first["line"])
+    assert 1 <= n <= len(lines), (name, n)
+    src = lines[n - 1].strip()
+    if src.startswith("["):
+        what = src
+    else:
+        what = re.split(r"\s*[=;#]", src, maxsplit=1)[0].strip()
+    assert what and what in first["msg"], f"{name}:{n}: the error does not name '{what}': {first['msg']}"
+    # a reason after the key, not only its name
+    assert len(first["msg"]) > len(what) + 20 and ":" in first["msg"], f"{name}: no reason: {first['msg']}"
+    return what, first["msg"]
+
+
+def check_examples(scratch, work):
+    files = sorted(glob.glob(os.path.join(EXAMPLES, "*.fio")) + glob.glob(os.path.join(EXAMPLES, "*.fio.gz")))
+    assert len(files) >= 80, f"fio-examples has {len(files)} job files in {EXAMPLES}"
+    loaded, refused = [], collections.OrderedDict()
+    for src in files:
+        name = os.path.basename(src).replace(".gz", "").replace(".fio", "")
+        path = os.path.join(work, name + ".fio")
+        with open(path, "w") as f:
+            f.write(substitute(read_example(src), scratch))
+        try:
+            p = subprocess.run([t.IOPSD, "--check-config", "--config", path], capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{name}: --check-config hung")
+        assert p.returncode in (0, 78), f"{name}: exit {p.returncode} (crash?): {p.stderr[-2000:]}"
+        if p.returncode == 0:
+            assert len(p.stdout.strip().split("\n")) == 1, f"{name}: summary: {p.stdout}"
+            loaded.append(name)
+        else:
+            refused[name] = check_refusal(name, path, p.stderr)
+    missing = [n for n in MUST_LOAD if n not in loaded]
+    assert not missing, f"must load: {missing}: " + "; ".join(f"{n}: {refused[n][1]}" for n in missing if n in refused)
+    return files, loaded, refused
+
+
+def check_runbook():
+    for name in ("randread4k", "randwrite4k", "seqread4k", "seqwrite4k"):
+        path = os.path.join(RUNBOOK, name + ".fio")
+        with open(path) as f:
+            assert "loops=5" in f.read()
+        p = subprocess.run([t.IOPSD, "--check-config", "--config", path], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, f"{name}: {p.stderr}"
+        assert f"{path}:7: [{name}]: loops=5 fitted to 1s per run every 10s" in p.stderr, p.stderr
+        assert "size=100m is per job in fio (16 jobs lay out 1600m in all)" in p.stderr, p.stderr
+
+
+def main():
+    if not os.path.isdir(EXAMPLES):
+        raise AssertionError(f"{EXAMPLES} missing: install fio-examples (contrib/install-deps.sh --tests)")
+    with tempfile.TemporaryDirectory(prefix="iopsd-fio-examples-") as work:
+        scratch = os.path.join(work, "data")
+        os.mkdir(scratch)
+        files, loaded, refused = check_examples(scratch, work)
+        # --check-config writes nothing: no probe file, not even .iopsd
+        assert os.listdir(scratch) == [], os.listdir(scratch)
+    check_runbook()
+    by_key = collections.Counter(key.split("=")[0] for key, _ in refused.values())
+    print(f"{len(files)} fio example job files: {len(loaded)} load, {len(refused)} refused")
+    print("load: " + ", ".join(loaded))
+    print("refused, by the key named first: " + ", ".join(f"{k} {n}" for k, n in by_key.most_common()))
+    for name, (key, msg) in refused.items():
+        print(f"  {name}: {msg}")
+    print("ok: every fio example loads or is refused with FILE:LINE, the key and why; the runbook jobs load")
+
+
+if __name__ == "__main__":
+    main()
