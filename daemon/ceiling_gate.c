@@ -116,10 +116,12 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, st
  * (NULL while unresolved, or on a filesystem without a device). */
 static struct ceiling_state *state_of(struct gate_probe *p, struct sampler *sampler)
 {
-	if (!probe_identity_is_resolved(p->id) || p->id->device[0] == '\0') {
+	char device[DISKSTATS_NAME_MAX];
+
+	if (!probe_identity_device(p->id, device, NULL) || device[0] == '\0') {
 		return NULL;
 	}
-	return ceiling_set_find(sampler_ceilings(sampler), p->id->device);
+	return ceiling_set_find(sampler_ceilings(sampler), device);
 }
 
 /* The gate's entry of `id`, NULL when it has none. */
@@ -166,7 +168,7 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 
 			ceiling_state_measured(st, iops, bw);
 			log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->id->name,
-				 iops, bw / (1024.0 * 1024.0), p->id->device);
+				 iops, bw / (1024.0 * 1024.0), ps->device);
 		}
 	}
 	snapshot_unref(snap);

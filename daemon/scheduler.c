@@ -147,13 +147,14 @@ static struct disk_group *claim_disk(struct sched_probe *p, bool *ret_stopping)
 {
 	struct scheduler *s = p->s;
 	struct disk_group *g;
+	dev_t disk = 0;
 
 	*ret_stopping = false;
-	if (p->pc->allow_overlap || !probe_identity_is_resolved(p->id) || p->id->disk == 0) {
+	if (p->pc->allow_overlap || !probe_identity_device(p->id, NULL, &disk) || disk == 0) {
 		return NULL;
 	}
 	pthread_mutex_lock(&s->lock);
-	g = group_of_locked(s, p->id->disk);
+	g = group_of_locked(s, disk);
 	while (g && g->is_busy && !s->is_stopping) {
 		pthread_cond_wait(&s->cond, &s->lock);
 	}

@@ -46,6 +46,7 @@ struct registry {
 
 static void probe_identity_destroy(struct probe_identity *id)
 {
+	pthread_mutex_destroy(&id->lock);
 	free(id->name);
 	free(id->target);
 	free(id);
@@ -61,6 +62,7 @@ static struct probe_identity *probe_identity_new(const char *name, const char *t
 		return NULL;
 	}
 	id->refcount = 1;
+	pthread_mutex_init(&id->lock, NULL);
 	id->name = strdup(name);
 	id->target = strdup(target);
 	if (!id->name || !id->target) {
@@ -69,9 +71,36 @@ static struct probe_identity *probe_identity_new(const char *name, const char *t
 	return id;
 }
 
-bool probe_identity_is_resolved(const struct probe_identity *id)
+bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk)
 {
-	return __atomic_load_n(&id->is_resolved, __ATOMIC_ACQUIRE);
+	bool is_resolved;
+
+	pthread_mutex_lock(&id->lock);
+	is_resolved = id->is_resolved;
+	if (is_resolved && ret_device) {
+		memcpy(ret_device, id->device, sizeof(id->device));
+	}
+	if (is_resolved && ret_disk) {
+		*ret_disk = id->disk;
+	}
+	pthread_mutex_unlock(&id->lock);
+	return is_resolved;
+}
+
+/* Place `id` where the topology says its target is now. Main thread. */
+static void probe_identity_resolve(struct probe_identity *id, struct sampler *sampler)
+{
+	char device[DISKSTATS_NAME_MAX];
+	dev_t disk;
+
+	if (sampler_target_device(sampler, id->target, device, &disk) < 0) {
+		return; /* not (yet) known: keep what it was */
+	}
+	pthread_mutex_lock(&id->lock);
+	memcpy(id->device, device, sizeof(id->device));
+	id->disk = disk;
+	id->is_resolved = true;
+	pthread_mutex_unlock(&id->lock);
 }
 
 static void probe_state_done(struct probe_state *p)
@@ -321,23 +350,15 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->n_probes; i++) {
 		struct probe_state *p = &r->probes[i];
-		struct probe_identity *id = p->id;
 		char now[DISKSTATS_NAME_MAX];
-		dev_t disk;
 
-		if (!probe_identity_is_resolved(id)) {
-			if (sampler_target_device(sampler, id->target, id->device, &id->disk) < 0) {
-				continue;
-			}
-			/* probe threads read device and disk once they see this */
-			__atomic_store_n(&id->is_resolved, true, __ATOMIC_RELEASE);
-		}
-		/* The device shown follows the topology: a filesystem mounted
-		 * on the target after the start (an md array on /data) is the
-		 * probe's device from then on. The identity keeps the first,
-		 * which the probe threads read without a lock. */
-		if (sampler_target_device(sampler, id->target, now, &disk) < 0) {
-			memcpy(now, id->device, sizeof(now));
+		/* the device follows the topology: a filesystem mounted on the
+		 * target after the start (an md array on /data) is the probe's
+		 * device from then on, for the labels, the scheduler's
+		 * per-disk serialisation and the ceiling gate alike */
+		probe_identity_resolve(p->id, sampler);
+		if (!probe_identity_device(p->id, now, NULL)) {
+			continue;
 		}
 		if (strcmp(p->device, now) != 0) {
 			memcpy(p->device, now, sizeof(p->device));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,14 +25,18 @@ struct sampler;
  * for each probe of a configuration (registry_set_probes() keeps it across
  * a reload while the probe keeps its name and target); the snapshots, the
  * scheduler and the ceiling gate hold references, never copies or indexes.
- * name and target never change. The device is resolved once, from the
- * sampler's topology alone, on the main thread
- * (registry_resolve_probe_devices()); is_resolved publishes it. */
+ * name and target never change. The device comes from the sampler's
+ * topology alone, on the main thread after each sample
+ * (registry_resolve_probe_devices()), and follows it: a filesystem mounted
+ * on the target later is the probe's device from then on. Read it with
+ * probe_identity_device(), from any thread. */
 struct probe_identity {
 	unsigned refcount; /* atomic */
 	char *name;
-	char *target;			 /* directory or filename */
-	bool is_resolved;		 /* atomic: device and disk are set */
+	char *target; /* directory or filename */
+	/* under lock: */
+	pthread_mutex_t lock;
+	bool is_resolved;
 	char device[DISKSTATS_NAME_MAX]; /* the device the target lives on, "" when the
 					  * filesystem has none (tmpfs, overlayfs) */
 	dev_t disk;			 /* what the scheduler serialises runs on: the whole
@@ -42,9 +47,10 @@ struct probe_identity {
 struct probe_identity *probe_identity_ref(struct probe_identity *id);
 struct probe_identity *probe_identity_unref(struct probe_identity *id);
 
-/* Whether `id` is resolved; after true, device and disk may be read from
- * any thread. */
-bool probe_identity_is_resolved(const struct probe_identity *id);
+/* The device of `id` into ret_device (DISKSTATS_NAME_MAX bytes; may be
+ * NULL) and *ret_disk (may be NULL). False while the topology has not
+ * placed the target (then neither is written). Any thread. */
+bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk);
 
 /* Cumulative state of one configured probe. */
 struct probe_state {

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include <sys/sysmacros.h>
+
 #include "fileio.h"
 #include "macro.h"
 #include "registry.h"
@@ -139,6 +141,16 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 	assert_int_equal(registry_publish(r), 0);
 	snap = registry_acquire(r);
 	assert_string_equal(snap->probes[0].device, "md0");
+	/* one answer: the identity the scheduler and the ceiling gate read
+	 * says md0 too, and runs are serialised on md0 */
+	{
+		char device[DISKSTATS_NAME_MAX];
+		dev_t disk = 0;
+
+		assert_true(probe_identity_device(snap->probes[0].id, device, &disk));
+		assert_string_equal(device, "md0");
+		assert_true(disk == makedev(9, 0));
+	}
 	snapshot_unref(snap);
 	registry_free(r);
 	sampler_env_teardown(&e);

@@ -81,7 +81,7 @@ static void resolve_devices(struct harness *h)
 
 		assert_non_null(id);
 		/* every path is on some mount, with or without a device */
-		assert_true(probe_identity_is_resolved(id));
+		assert_true(probe_identity_device(id, NULL, NULL));
 		probe_identity_unref(id);
 	}
 	sampler_snapshot_unref(snap);
