@@ -951,7 +951,9 @@ static unsigned http_threads(void)
 
 static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	/* ITC: the threads are woken to stop through a pipe, which
+	 * MHD_quiesce_daemon() needs (see http_server_free()) */
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	unsigned timeout_sec = (unsigned)((h->timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
 	struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
 	struct MHD_Daemon *d;
@@ -1162,8 +1164,17 @@ struct http_server *http_server_free(struct http_server *h)
 	}
 	sd_event_source_disable_unref(h->sweep);
 	for (size_t i = 0; i < h->n_daemons; i++) {
-		/* joins the server thread; the listen socket is closed with it */
+		/* Take the listen socket back first and only close it: left to
+		 * MHD_stop_daemon() it is shut down, and a socket-activated one is
+		 * shared with systemd, which hands it to the next iopsd after a
+		 * restart, dead ("fd 3 is not a listening stream socket"). */
+		MHD_socket fd = MHD_quiesce_daemon(h->daemons[i]);
+
+		/* joins the server threads */
 		MHD_stop_daemon(h->daemons[i]);
+		if (fd != MHD_INVALID_SOCKET) {
+			close(fd);
+		}
 	}
 	/* after the threads: responses in flight hold entries, not the cache */
 	render_cache_free(h->cache);

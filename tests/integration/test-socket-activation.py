@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Socket activation: under systemd-socket-activate iopsd serves on the
-passed socket (LISTEN_FDS) and binds nothing itself."""
+passed socket (LISTEN_FDS) and binds nothing itself; and, as systemd keeps
+the socket across a restart of the service, an iopsd that stops leaves it
+listening for the next one (it used to shut it down: the next start failed
+with "fd 3 is not a listening stream socket")."""
 import os
 import socket
 import subprocess
@@ -10,6 +13,38 @@ import http.client
 
 sys.path.insert(0, os.path.dirname(__file__))
 from iopsdtest import IOPSD, free_port, require_tool, wait_until  # noqa: E402
+
+
+def get_metrics(port):
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    except (OSError, http.client.HTTPException):
+        return None
+
+
+def restart_keeps_the_socket(cfg):
+    """Two iopsd in turn on one socket held here, as systemd holds it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        port, fd = s.getsockname()[1], s.fileno()
+        for run in (1, 2):
+            p = subprocess.Popen(["sh", "-c", f'exec 3<&{fd}; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0" --config "$1"',
+                                  IOPSD, cfg], pass_fds=(fd,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                got = wait_until(lambda: get_metrics(port) or (p.poll() is not None and ("exited", p.poll())),
+                                 15, 0.1, f"start {run} answering on the kept socket")
+                assert got[0] == 200, (run, got, p.stderr.read().decode() if p.poll() is not None else "")
+            finally:
+                p.terminate()
+                rc = p.wait(10)
+            assert rc == 0, (run, rc)
+            assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1, \
+                f"iopsd stop {run} left the passed socket not listening"
+    print("ok: a stopped iopsd leaves the passed socket listening; the next one serves on it")
 
 
 def main():
@@ -24,15 +59,7 @@ def main():
     proc = subprocess.Popen(["systemd-socket-activate", "-l", f"127.0.0.1:{passed_port}",
                              IOPSD, "--config", cfg], stdout=log, stderr=subprocess.STDOUT)
     try:
-        def scrape():
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", passed_port, timeout=5)
-                c.request("GET", "/metrics")
-                r = c.getresponse()
-                return r.status, r.read().decode()
-            except (OSError, http.client.HTTPException):
-                return None
-        status, body = wait_until(scrape, 15, 0.1, "an answer on the activated socket")
+        status, body = wait_until(lambda: get_metrics(passed_port), 15, 0.1, "an answer on the activated socket")
         assert status == 200 and "iopsd_build_info" in body, (status, body[:300])
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", own_port)) != 0, \
@@ -40,6 +67,7 @@ def main():
         proc.terminate()
         assert proc.wait(5) == 0
         print("ok: served on the passed socket, bound nothing itself")
+        restart_keeps_the_socket(cfg)
     finally:
         if proc.poll() is None:
             proc.kill()
