@@ -46,7 +46,7 @@ BASE_PACKAGES = [
     "qemu-guest-agent", "procps", "iproute2", "curl", "e2fsprogs",
     "mdadm", "dmsetup", "nvme-cli", "fio",
     # iopsd's runtime libraries (meson.build's dependencies)
-    "libmicrohttpd12", "libjansson4", "libsystemd0", "libinih1", "libaio1",
+    "libmicrohttpd12", "libjansson4", "libsystemd0", "libinih1", "libaio1", "liburing2",
     "libcrypt1", "libgnutls30", "zlib1g", "libyaml-0-2",
 ]
 
