@@ -100,6 +100,7 @@ enum section_kind {
 	SECTION_GLOBAL,
 	SECTION_PROBE,
 	SECTION_DEVICE,
+	SECTION_INSTANCE,
 };
 
 /* Keys a probe inherits from [global] as "set" (the rwmix pair is checked
@@ -227,6 +228,7 @@ struct config *config_free(struct config *c)
 	free(c->web_config_file);
 	free(c->device_include);
 	free(c->device_exclude);
+	free(c->instance.devices);
 	free(c);
 	return NULL;
 }
@@ -383,6 +385,8 @@ static void *key_target(struct parser *p, const struct config_key *k)
 		return p->kind == SECTION_GLOBAL ? &p->defaults : &p->cfg->probes[p->cfg->n_probes - 1];
 	case CONFIG_SCOPE_DEVICE:
 		return &p->cfg->devices[p->cfg->n_devices - 1];
+	case CONFIG_SCOPE_INSTANCE:
+		return &p->cfg->instance;
 	default:
 		return NULL;
 	}
@@ -737,7 +741,7 @@ static void unknown_key(struct parser *p, const char *key)
 			  "accepted and ignored, see iopsd.conf(5)",
 			  key, p->section, probe ? probe : "...");
 	} else {
-		list = keys_list(CONFIG_SCOPE_DEVICE);
+		list = keys_list(p->kind == SECTION_INSTANCE ? CONFIG_SCOPE_INSTANCE : CONFIG_SCOPE_DEVICE);
 		add_error(p, p->line, "unknown key '%s' in [%s]: valid keys are %s", key, p->section,
 			  list ? list : "...");
 	}
@@ -1040,6 +1044,20 @@ static void begin_device(struct parser *p, const char *name, unsigned line)
 	p->kind = SECTION_DEVICE;
 }
 
+static void begin_instance(struct parser *p, unsigned line)
+{
+	struct instance_config *ic = &p->cfg->instance;
+
+	p->kind = SECTION_NONE;
+	if (ic->is_declared) {
+		add_error(p, line, "duplicate section [instance]: first defined on line %u", ic->line);
+		return;
+	}
+	ic->is_declared = true;
+	ic->line = line;
+	p->kind = SECTION_INSTANCE;
+}
+
 static void begin_probe(struct parser *p, const char *name, unsigned line)
 {
 	struct config *c = p->cfg;
@@ -1088,6 +1106,8 @@ static void begin_section(struct parser *p, const char *name, unsigned line)
 		p->seen = p->defaults_seen;
 	} else if (strncmp(name, "device ", 7) == 0 || strcmp(name, "device") == 0) {
 		begin_device(p, name, line);
+	} else if (strcmp(name, "instance") == 0) {
+		begin_instance(p, line);
 	} else {
 		begin_probe(p, name, line);
 	}
@@ -1105,6 +1125,8 @@ static const struct config_key *lookup_key(struct parser *p, const char *key)
 		return config_key_find(key, CONFIG_SCOPE_PROBE);
 	case SECTION_DEVICE:
 		return config_key_find(key, CONFIG_SCOPE_DEVICE);
+	case SECTION_INSTANCE:
+		return config_key_find(key, CONFIG_SCOPE_INSTANCE);
 	default:
 		return NULL;
 	}
@@ -1309,6 +1331,11 @@ static void finish_config(struct parser *p)
 			pc->interval_usec = c->probe_interval_usec;
 		}
 		check_interval(p, pc);
+	}
+	if (c->instance.is_declared && !c->instance.iops_limit && !c->instance.throughput_limit) {
+		add_error(p, c->instance.line,
+			  "[instance] needs iops_limit or throughput_limit: the limits of the machine over all "
+			  "its volumes");
 	}
 	for (size_t i = 0; i < c->n_devices; i++) {
 		struct device_config *dc = &c->devices[i];

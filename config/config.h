@@ -111,6 +111,18 @@ struct probe_config {
 	struct probe_key_lines lines;
 };
 
+/* [instance]: limits of the machine over all its volumes together, as EC2
+ * publishes them per instance type (EBS IOPS and bandwidth). */
+struct instance_config {
+	bool is_declared;          /* the file has an [instance] section */
+	unsigned line;
+	uint64_t iops_limit;       /* 0 = not declared */
+	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
+	char *devices;             /* POSIX extended regex of the volumes that count; NULL: every
+				    * whole disk (not partitions, md, dm or loop devices) */
+	double ceiling_threshold;  /* ratio counted as "at the limit"; 0: [global]'s */
+};
+
 struct device_config {
 	char *name; /* device name ("nvme1n1") or mount point ("/data") */
 	unsigned line;
@@ -154,6 +166,7 @@ struct config {
 	size_t n_probes;
 	struct device_config *devices;
 	size_t n_devices;
+	struct instance_config instance;
 
 	/* What loading (and fitting) did that a user should hear about: fio keys
 	 * ignored, a filename= turned into a probe file, budget keys fitted.

@@ -22,6 +22,7 @@
 #define G(o) offsetof(struct config, o)
 #define P(o) offsetof(struct probe_config, o)
 #define D(o) offsetof(struct device_config, o)
+#define I(o) offsetof(struct instance_config, o)
 
 /* An iopsd daemon setting, in [global]. */
 #define GLOBAL(n, k, sp, o, mn, mx, s, t)                                                                    \
@@ -33,6 +34,11 @@
 	{                                                                                                    \
 		.name = n, .scope = CONFIG_SCOPE_DEVICE, .cls = CONFIG_KEY_HONOURED, .kind = k,              \
 		.special = sp, .offset = D(o), .min = mn, .max = mx, .text = t                               \
+	}
+#define INSTANCE(n, k, sp, o, mn, mx, t)                                                                     \
+	{                                                                                                    \
+		.name = n, .scope = CONFIG_SCOPE_INSTANCE, .cls = CONFIG_KEY_HONOURED, .kind = k,            \
+		.special = sp, .offset = I(o), .min = mn, .max = mx, .text = t                               \
 	}
 /* A probe key with fio's meaning (or iopsd's own); a1, a2: aliases. */
 #define PROBE(n, a1, a2, k, sp, o, mn, mx, s, t)                                                             \
@@ -143,6 +149,16 @@ const struct config_key config_keys[] = {
 	   "credits earned per second"),
     DEVICE("ceiling_threshold", CONFIG_KIND_RATIO, CONFIG_SPECIAL_NONE, ceiling_threshold, 0, 0,
 	   "overrides the global ceiling_threshold"),
+
+    /* [instance] */
+    INSTANCE("iops_limit", CONFIG_KIND_U64, CONFIG_SPECIAL_NONE, iops_limit, 1, 100000000,
+	     "IOPS of the instance over all its volumes"),
+    INSTANCE("throughput_limit", CONFIG_KIND_SIZE, CONFIG_SPECIAL_NONE, throughput_limit, 1, 1ULL << 50,
+	     "bytes per second of the instance over all its volumes"),
+    INSTANCE("devices", CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_REGEX, devices, 0, 0,
+	     "extended regex of the volumes that count"),
+    INSTANCE("ceiling_threshold", CONFIG_KIND_RATIO, CONFIG_SPECIAL_NONE, ceiling_threshold, 0, 0,
+	     "overrides the global ceiling_threshold"),
 
     /* probe keys: iopsd's own */
     PROBE("interval", NULL, NULL, CONFIG_KIND_DURATION, CONFIG_SPECIAL_NONE, interval_usec, MIN_INTERVAL,
@@ -547,6 +563,7 @@ const char *config_key_scope_to_string(enum config_key_scope s)
 	    [CONFIG_SCOPE_GLOBAL] = "global",
 	    [CONFIG_SCOPE_PROBE] = "probe",
 	    [CONFIG_SCOPE_DEVICE] = "device",
+	    [CONFIG_SCOPE_INSTANCE] = "instance",
 	};
 
 	return s < _CONFIG_SCOPE_MAX ? names[s] : "unknown";

@@ -324,6 +324,29 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 	return a;
 }
 
+/* The [instance] limits against the sum of its volumes; null when none is
+ * declared. */
+static json_t *instance_json(const struct sampler_snapshot *ss)
+{
+	const struct instance_state *in = ss ? &ss->instance : NULL;
+
+	if (!in || !in->is_declared) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:{s:o,s:o}}}",
+			 "devices", list(in->devices),
+			 "iops", num(in->iops),
+			 "throughput_bytes_per_second", num(in->bytes_per_sec),
+			 "limits",
+			 "iops", in->iops_limit ? count(in->iops_limit) : json_null(),
+			 "throughput_bytes_per_second", in->throughput_limit ? count(in->throughput_limit) : json_null(),
+			 "iops_ratio", in->iops_limit ? num(in->iops_limit_ratio) : json_null(),
+			 "throughput_ratio", in->throughput_limit ? num(in->throughput_limit_ratio) : json_null(),
+			 "at_ceiling_seconds",
+			 "iops", in->iops_limit ? num(in->at_ceiling_iops_seconds) : json_null(),
+			 "throughput", in->throughput_limit ? num(in->at_ceiling_throughput_seconds) : json_null());
+}
+
 json_t *render_json_devices(const struct snapshot *s, const char *device)
 {
 	const struct sampler_snapshot *ss = s->samples;
@@ -340,11 +363,12 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 			return NULL;
 		}
 	}
-	return json_pack("{s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
 			 "time", seconds(s->realtime_usec),
 			 "sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
 			 "devices", devices,
-			 "shared_ceilings", shared_json(ss));
+			 "shared_ceilings", shared_json(ss),
+			 "instance", instance_json(ss));
 }
 
 /* ---- /api/v1/probes ---- */

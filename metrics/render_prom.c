@@ -694,6 +694,60 @@ static void render_shared(struct writer *w, const struct sampler_snapshot *ss)
 	}
 }
 
+/* ---- [instance]: the machine's volumes together (only when declared) ---- */
+
+static void sample_resource(struct writer *w, const char *name, const char *resource, double v)
+{
+	struct label l = {"resource", resource};
+
+	sample(w, name, &l, 1, v);
+}
+
+static void render_instance(struct writer *w, const struct sampler_snapshot *ss)
+{
+	const struct instance_state *in = ss ? &ss->instance : NULL;
+	struct label l = {"devices", in && in->devices ? in->devices : ""};
+
+	if (!in || !in->is_declared) {
+		return;
+	}
+	family(w, "iopsd_instance_info", FAMILY_GAUGE, "Always 1; the volumes the [instance] limits count.");
+	sample(w, "iopsd_instance_info", &l, 1, 1);
+	family(w, "iopsd_instance_iops", FAMILY_GAUGE, "Those volumes' IOPS summed over the last sample interval.");
+	sample(w, "iopsd_instance_iops", NULL, 0, in->iops);
+	family(w, "iopsd_instance_throughput_bytes_per_second", FAMILY_GAUGE,
+	       "Those volumes' throughput summed over the last sample interval, in bytes per second.");
+	sample(w, "iopsd_instance_throughput_bytes_per_second", NULL, 0, in->bytes_per_sec);
+	if (in->iops_limit > 0) {
+		family(w, "iopsd_instance_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the instance ([instance] iops_limit).");
+		sample_u64(w, "iopsd_instance_iops_limit", NULL, 0, in->iops_limit);
+	}
+	if (in->throughput_limit > 0) {
+		family(w, "iopsd_instance_throughput_limit_bytes", FAMILY_GAUGE,
+		       "Declared throughput limit of the instance in bytes per second ([instance] throughput_limit).");
+		sample_u64(w, "iopsd_instance_throughput_limit_bytes", NULL, 0, in->throughput_limit);
+	}
+	if (in->iops_limit == 0 && in->throughput_limit == 0) {
+		return;
+	}
+	family(w, "iopsd_instance_limit_ratio", FAMILY_GAUGE,
+	       "The volumes' summed rate over the instance's declared limit in the last sample interval.");
+	if (in->iops_limit > 0) {
+		sample_resource(w, "iopsd_instance_limit_ratio", "iops", in->iops_limit_ratio);
+	}
+	if (in->throughput_limit > 0) {
+		sample_resource(w, "iopsd_instance_limit_ratio", "throughput", in->throughput_limit_ratio);
+	}
+	family(w, "iopsd_instance_at_ceiling_seconds_total", FAMILY_COUNTER,
+	       "Seconds the volumes together ran at the instance's declared limit (ratio at or above ceiling_threshold).");
+	if (in->iops_limit > 0) {
+		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "iops", in->at_ceiling_iops_seconds);
+	}
+	if (in->throughput_limit > 0) {
+		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "throughput", in->at_ceiling_throughput_seconds);
+	}
+}
+
 /* ---- EBS NVMe log page 0xD0 (only where such volumes exist) ---- */
 
 static double usec_to_sec(uint64_t usec)
@@ -1042,6 +1096,7 @@ int render_prom(const struct snapshot *s, enum metrics_format fmt, char **ret_te
 	render_sampler(&w, s->samples);
 	render_devices(&w, s->samples);
 	render_shared(&w, s->samples);
+	render_instance(&w, s->samples);
 	render_ebs(&w, s->samples);
 	render_probes(&w, s);
 	if (fmt == METRICS_FORMAT_OPENMETRICS) {

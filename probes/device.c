@@ -40,6 +40,7 @@ static void sampler_snapshot_destroy(struct sampler_snapshot *s)
 	free(s->devices);
 	free(s->ebs);
 	free(s->shared);
+	free(s->instance.devices);
 	free(s);
 }
 

@@ -32,6 +32,14 @@
 /* Samples an array stays held after its last holder, while it queues. */
 #define SAMPLER_HOLD_OVER 5
 
+/* The filter's regexes and [instance]'s devices=, one slot each. */
+enum {
+	REGEX_INCLUDE,
+	REGEX_EXCLUDE,
+	REGEX_INSTANCE,
+	_REGEX_MAX,
+};
+
 /* Per-device state that lives from one tick to the next. */
 struct sampler_dev {
 	struct diskstats_raw raw;       /* the last sample */
@@ -53,8 +61,8 @@ struct sampler_dev {
 struct sampler {
 	char *procfs, *sysfs;
 	const struct config *cfg;
-	regex_t include, exclude;
-	bool has_include, has_exclude;
+	regex_t regex[_REGEX_MAX];
+	bool has_regex[_REGEX_MAX];
 
 	int diskstats_fd;
 	char *buf;
@@ -82,6 +90,7 @@ struct sampler {
 
 	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
 	struct shared_ceiling *shared;  /* ceilings shared by several disks */
+	struct shared_ceiling_instance instance; /* the [instance] limits' counters */
 	struct ebs_nvme_reader *ebs;    /* EBS NVMe volumes among the kept devices */
 };
 
@@ -92,41 +101,44 @@ static uint64_t clock_usec(clockid_t clock, void *userdata)
 
 static void free_regexes(struct sampler *s)
 {
-	if (s->has_include) {
-		regfree(&s->include);
+	for (size_t i = 0; i < _REGEX_MAX; i++) {
+		if (s->has_regex[i]) {
+			regfree(&s->regex[i]);
+			s->has_regex[i] = false;
+		}
 	}
-	if (s->has_exclude) {
-		regfree(&s->exclude);
-	}
-	s->has_include = s->has_exclude = false;
 }
 
+/* All or nothing: the previous ones stay when one does not compile. */
 static int compile_regexes(struct sampler *s, const struct config *cfg)
 {
-	regex_t include = {0}, exclude = {0};
-	bool has_include = false, has_exclude = false;
+	const char *patterns[_REGEX_MAX] = {cfg->device_include, cfg->device_exclude, cfg->instance.devices};
+	regex_t re[_REGEX_MAX];
+	bool has[_REGEX_MAX] = {false};
 
-	if (cfg->device_include && cfg->device_include[0] != '\0') {
-		if (regcomp(&include, cfg->device_include, REG_EXTENDED | REG_NOSUB) != 0) {
-			return -EINVAL;
+	for (size_t i = 0; i < _REGEX_MAX; i++) {
+		if (!patterns[i] || patterns[i][0] == '\0') {
+			continue;
 		}
-		has_include = true;
-	}
-	if (cfg->device_exclude && cfg->device_exclude[0] != '\0') {
-		if (regcomp(&exclude, cfg->device_exclude, REG_EXTENDED | REG_NOSUB) != 0) {
-			if (has_include) {
-				regfree(&include);
+		if (regcomp(&re[i], patterns[i], REG_EXTENDED | REG_NOSUB) != 0) {
+			for (size_t k = 0; k < i; k++) {
+				if (has[k]) {
+					regfree(&re[k]);
+				}
 			}
 			return -EINVAL;
 		}
-		has_exclude = true;
+		has[i] = true;
 	}
 	free_regexes(s);
-	s->include = include;
-	s->exclude = exclude;
-	s->has_include = has_include;
-	s->has_exclude = has_exclude;
+	memcpy(s->regex, re, sizeof(re));
+	memcpy(s->has_regex, has, sizeof(has));
 	return 0;
+}
+
+static bool matches(const struct sampler *s, unsigned which, const char *name)
+{
+	return s->has_regex[which] && regexec(&s->regex[which], name, 0, NULL, 0) == 0;
 }
 
 static bool is_numbered(const char *name, const char *prefix)
@@ -143,11 +155,11 @@ static bool is_numbered(const char *name, const char *prefix)
 static bool device_is_kept(const struct sampler *s, const struct topology_device *td,
 			   bool holds_target)
 {
-	if (s->has_exclude && regexec(&s->exclude, td->name, 0, NULL, 0) == 0) {
+	if (matches(s, REGEX_EXCLUDE, td->name)) {
 		return false;
 	}
-	if (s->has_include) {
-		return regexec(&s->include, td->name, 0, NULL, 0) == 0;
+	if (s->has_regex[REGEX_INCLUDE]) {
+		return matches(s, REGEX_INCLUDE, td->name);
 	}
 	if (holds_target) {
 		return true;
@@ -652,6 +664,54 @@ static int copy_shared(const struct sampler *s, struct sampler_snapshot *snap)
 	return 0;
 }
 
+/* The volumes [instance] counts: whole disks, those its devices= names if
+ * set. */
+static bool counts_for_instance(const struct sampler *s, size_t i)
+{
+	if (!s->devs[i].is_tracked || s->topo->devices[i].topo.kind != DEVICE_KIND_DISK) {
+		return false;
+	}
+	return !s->has_regex[REGEX_INSTANCE] || matches(s, REGEX_INSTANCE, s->devs[i].raw.name);
+}
+
+/* The [instance] limits against the sum of the volumes it counts. */
+static int account_instance(struct sampler *s, struct sampler_snapshot *snap)
+{
+	const struct instance_config *ic = &s->cfg->instance;
+	double iops = 0.0, bytes = 0.0, interval = 0.0;
+	size_t len = 0, size = 1;
+	bool is_valid = true;
+	char *devices;
+
+	if (!ic->is_declared) {
+		return 0;
+	}
+	for (size_t i = 0; i < s->n_devs; i++) {
+		size += counts_for_instance(s, i) ? strlen(s->devs[i].raw.name) + 1 : 0;
+	}
+	devices = malloc(size);
+	if (!devices) {
+		return -ENOMEM;
+	}
+	devices[0] = '\0';
+	for (size_t i = 0; i < s->n_devs; i++) {
+		const struct device_rates *r = &s->devs[i].rates;
+
+		if (!counts_for_instance(s, i)) {
+			continue;
+		}
+		len += (size_t)snprintf(devices + len, size - len, "%s%s", len ? "," : "", s->devs[i].raw.name);
+		is_valid = is_valid && r->valid;
+		iops += r->read_iops + r->write_iops;
+		bytes += r->read_bytes_per_sec + r->write_bytes_per_sec;
+		interval = r->interval_sec;
+	}
+	shared_ceiling_account_instance(&s->instance, ic, s->cfg->ceiling_threshold > 0 ? s->cfg->ceiling_threshold : 0.95,
+					iops, bytes, interval, is_valid && len > 0, &snap->instance);
+	snap->instance.devices = devices;
+	return 0;
+}
+
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
 {
 	struct sampler_snapshot *snap;
@@ -691,6 +751,9 @@ static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struc
 	}
 	snap->n_devices = k;
 	r = copy_shared(s, snap);
+	if (r >= 0) {
+		r = account_instance(s, snap);
+	}
 	if (r < 0) {
 		sampler_snapshot_unref(snap);
 		return r;

@@ -105,6 +105,19 @@ struct device_state {
 	struct device_ceiling ceiling;
 };
 
+/* The machine's volumes together against the [instance] limits. */
+struct instance_state {
+	bool is_declared;
+	uint64_t iops_limit, throughput_limit;  /* 0 = not declared */
+	char *devices;                  /* the volumes counted, "vda,vdb"; owned by the snapshot */
+	double iops, bytes_per_sec;     /* their sum over the last interval */
+	double iops_limit_ratio;        /* NAN without a limit or a valid interval */
+	double throughput_limit_ratio;
+	double at_ceiling_iops_seconds; /* counters, as a device's */
+	double at_ceiling_throughput_seconds;
+	bool is_at_limit;
+};
+
 struct pressure_io {
 	bool available;
 	uint64_t some_total_usec;
@@ -136,6 +149,7 @@ struct sampler_snapshot {
 	struct shared_ceiling_group *shared; /* ceilings shared by several devices
 					      * (probes/shared_ceiling.h), owned */
 	size_t n_shared;
+	struct instance_state instance;
 };
 
 struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s);

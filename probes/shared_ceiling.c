@@ -329,3 +329,36 @@ size_t shared_ceiling_groups(const struct shared_ceiling *sc, const struct share
 	*ret = sc->groups;
 	return sc->n_groups;
 }
+
+void shared_ceiling_account_instance(struct shared_ceiling_instance *acc, const struct instance_config *ic,
+				     double default_threshold, double iops, double bytes_per_sec,
+				     double interval_sec, bool is_valid, struct instance_state *ret)
+{
+	double threshold = ic->ceiling_threshold > 0 ? ic->ceiling_threshold : default_threshold;
+
+	*ret = (struct instance_state){
+		.is_declared = ic->is_declared,
+		.iops_limit = ic->iops_limit,
+		.throughput_limit = ic->throughput_limit,
+		.iops = iops,
+		.bytes_per_sec = bytes_per_sec,
+		.iops_limit_ratio = NAN,
+		.throughput_limit_ratio = NAN,
+	};
+	if (is_valid && interval_sec > 0 && ic->iops_limit > 0) {
+		ret->iops_limit_ratio = iops / (double)ic->iops_limit;
+		if (ret->iops_limit_ratio >= threshold) {
+			acc->at_ceiling_iops_sec += interval_sec;
+			ret->is_at_limit = true;
+		}
+	}
+	if (is_valid && interval_sec > 0 && ic->throughput_limit > 0) {
+		ret->throughput_limit_ratio = bytes_per_sec / (double)ic->throughput_limit;
+		if (ret->throughput_limit_ratio >= threshold) {
+			acc->at_ceiling_throughput_sec += interval_sec;
+			ret->is_at_limit = true;
+		}
+	}
+	ret->at_ceiling_iops_seconds = acc->at_ceiling_iops_sec;
+	ret->at_ceiling_throughput_seconds = acc->at_ceiling_throughput_sec;
+}

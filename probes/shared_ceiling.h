@@ -9,6 +9,8 @@
 #include <stddef.h>
 
 #include "ceiling.h"
+#include "config.h"
+#include "sampler.h"
 #include "diskstats.h"
 
 #define SHARED_CEILING_MAX_GROUPS  4
@@ -54,3 +56,17 @@ void shared_ceiling_update(struct shared_ceiling *sc, const struct shared_ceilin
 
 /* The groups known now; valid until the next update. */
 size_t shared_ceiling_groups(const struct shared_ceiling *sc, const struct shared_ceiling_group **ret);
+
+/* The declared side: an [instance] section's limits against the sum of
+ * the volumes it counts, with a ratio and time at the limit like a
+ * device's. The counters persist in *acc; `is_valid` false (a volume's
+ * first sample, a reset) counts nothing. Fills every figure of *ret but
+ * devices. */
+struct shared_ceiling_instance {
+	double at_ceiling_iops_sec;
+	double at_ceiling_throughput_sec;
+};
+
+void shared_ceiling_account_instance(struct shared_ceiling_instance *acc, const struct instance_config *ic,
+				     double default_threshold, double iops, double bytes_per_sec,
+				     double interval_sec, bool is_valid, struct instance_state *ret);

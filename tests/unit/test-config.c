@@ -112,6 +112,10 @@ static void test_every_key_in_every_form(void **state)
 	assert_true(d->credit_rate > 99.9 && d->credit_rate < 100.1);
 	assert_true(d->ceiling_threshold > 0.979 && d->ceiling_threshold < 0.981);
 	assert_null(config_find_device(c, "sda"));
+	assert_true(c->instance.is_declared);
+	assert_int_equal(c->instance.iops_limit, 18750);
+	assert_int_equal(c->instance.throughput_limit, 593750000);
+	assert_string_equal(c->instance.devices, "^nvme");
 	config_free(c);
 }
 

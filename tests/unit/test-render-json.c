@@ -291,6 +291,28 @@ static void test_shared_ceilings_in_the_devices(void **state)
 	snapshot_unref(s);
 }
 
+static void test_instance_in_the_devices(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	json_t *root, *in;
+
+	root = render_json_devices(s, NULL);
+	assert_true(json_is_null(json_object_get(root, "instance")));
+	json_decref(root);
+	s->samples->instance = (struct instance_state){
+		.is_declared = true, .throughput_limit = 593750000, .devices = strdup("nvme1n1"),
+		.iops = 100, .iops_limit_ratio = NAN, .throughput_limit_ratio = 0.5,
+	};
+	root = render_json_devices(s, NULL);
+	in = json_object_get(root, "instance");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(in, "devices"), 0)), "nvme1n1");
+	assert_true(json_is_null(json_object_get(json_object_get(in, "limits"), "iops")));
+	assert_float_equal(json_real_value(json_object_get(json_object_get(in, "limits"), "throughput_ratio")), 0.5,
+			   1e-9);
+	json_decref(root);
+	snapshot_unref(s);
+}
+
 static void test_status_names_the_host(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(false);
@@ -314,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
 		cmocka_unit_test(test_learned_burst_in_the_ceiling),
 		cmocka_unit_test(test_shared_ceilings_in_the_devices),
+		cmocka_unit_test(test_instance_in_the_devices),
 		cmocka_unit_test(test_status_names_the_host),
 	};
 

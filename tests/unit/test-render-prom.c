@@ -129,6 +129,32 @@ static void test_shared_ceiling_names_its_devices(void **state)
 	snapshot_unref(s);
 }
 
+/* [instance] families, only when one is declared. */
+static void test_instance_limits_are_exported_when_declared(void **state)
+{
+	struct snapshot *s = fixture_snapshot_new(true);
+	char *text;
+
+	s->samples->instance = (struct instance_state){
+		.is_declared = true, .iops_limit = 18750, .devices = strdup("nvme1n1,nvme2n1"),
+		.iops = 18000, .bytes_per_sec = 73728000, .iops_limit_ratio = 0.96, .throughput_limit_ratio = NAN,
+		.at_ceiling_iops_seconds = 42, .is_at_limit = true,
+	};
+	assert_non_null(s->samples->instance.devices);
+	text = render(s, METRICS_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "\niopsd_instance_info{devices=\"nvme1n1,nvme2n1\"} 1\n"));
+	assert_non_null(strstr(text, "\niopsd_instance_iops 18000\n"));
+	assert_non_null(strstr(text, "\niopsd_instance_throughput_bytes_per_second 73728000\n"));
+	assert_non_null(strstr(text, "\niopsd_instance_iops_limit 18750\n"));
+	assert_non_null(strstr(text, "\niopsd_instance_limit_ratio{resource=\"iops\"} 0.96\n"));
+	assert_non_null(strstr(text, "\niopsd_instance_at_ceiling_seconds_total{resource=\"iops\"} 42\n"));
+	/* no throughput limit, no throughput figures of it */
+	assert_null(strstr(text, "iopsd_instance_throughput_limit_bytes"));
+	assert_null(strstr(text, "iopsd_instance_limit_ratio{resource=\"throughput\"}"));
+	free(text);
+	snapshot_unref(s);
+}
+
 /* The volume id is a label of iopsd_device_info where there is one. */
 static void test_device_info_has_the_volume_id_where_known(void **state)
 {
@@ -399,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
 		cmocka_unit_test(test_device_info_has_the_volume_id_where_known),
 		cmocka_unit_test(test_shared_ceiling_names_its_devices),
+		cmocka_unit_test(test_instance_limits_are_exported_when_declared),
 		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
 		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
 		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),

@@ -672,6 +672,45 @@ static void test_members_capped_alike_take_turns_at_holding_the_array(void **sta
 	sampler_env_teardown(&e);
 }
 
+/* [instance]: the volumes it counts summed against its limits, with a ratio
+ * and time at the limit like a device's; every whole disk by default. */
+static void test_instance_limits_count_the_volumes_together(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	const struct instance_state *in;
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\n[instance]\niops_limit=1000\ndevices=^xvd[fg]$\n");
+	s = run_raid(&e, 10, true);
+	in = &s->instance;
+	assert_true(in->is_declared);
+	assert_string_equal(in->devices, "xvdf,xvdg");
+	assert_float_equal(in->iops, 1000, 1);
+	assert_float_equal(in->iops_limit_ratio, 1.0, 0.001);
+	assert_true(isnan(in->throughput_limit_ratio));
+	/* the first sample derives nothing */
+	assert_float_equal(in->at_ceiling_iops_seconds, 9, EPS);
+	assert_true(in->is_at_limit);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+
+	sampler_env_setup(&e, "ec2-md-raid0", "[global]\n[instance]\nthroughput_limit=100m\n");
+	s = run_raid(&e, 3, true);
+	/* whole disks only: the array and its dm would count the I/O again */
+	assert_string_equal(s->instance.devices, "xvda,nvme0n1,xvdf,xvdg");
+	assert_float_equal(s->instance.throughput_limit_ratio, 1000 * 4096.0 / (100 << 20), 0.001);
+	assert_true(s->instance.at_ceiling_throughput_seconds == 0);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	s = sampler_env_sample(&e, 0);
+	assert_false(s->instance.is_declared);
+	assert_null(s->instance.devices);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 /* An NVMe volume whose serial is an EBS volume id (QEMU's, in the lab, has
  * no log page: none is asked for, its model is not EBS's) and a virtio
  * disk with one: the id, as EBS users know it, on the device and its
@@ -742,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_members_the_filter_drops_still_hold_the_array),
 		cmocka_unit_test(test_members_capped_alike_take_turns_at_holding_the_array),
 		cmocka_unit_test(test_volume_id_from_an_ebs_style_serial),
+		cmocka_unit_test(test_instance_limits_count_the_volumes_together),
 		cmocka_unit_test(test_missing_diskstats_is_an_error),
 	};
 
