@@ -251,6 +251,28 @@ static json_t *held_by_json(const struct device_state *d)
 	return a;
 }
 
+/* md arrays: their state, how degraded, the members md marked faulty (null
+ * for other devices). */
+static json_t *md_json(const struct device_state *d)
+{
+	char member[DISKSTATS_NAME_MAX];
+	json_t *failed;
+	unsigned k = 0;
+
+	if (!d->md.is_known) {
+		return json_null();
+	}
+	failed = json_array();
+	for (const char *p = d->topo.members; failed && k < 64 && (p = device_list_next(p, member)); k++) {
+		if (((d->md.failed_mask >> k) & 1) && json_array_append_new(failed, str(member)) < 0) {
+			json_decref(failed);
+			return NULL;
+		}
+	}
+	return json_pack("{s:s,s:I,s:o}", "array_state", d->md.array_state, "degraded",
+			 (json_int_t)d->md.degraded, "failed_members", failed);
+}
+
 /* The burst bucket iopsd learned (null until it saw one run out). */
 static json_t *learned_burst_json(const struct device_ceiling *c)
 {
@@ -284,7 +306,7 @@ static json_t *device_json(const struct device_state *d)
 {
 	const struct device_topology *t = &d->topo;
 
-	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 			 "name", str(d->raw.name),
 			 "major", (json_int_t)d->raw.major,
 			 "minor", (json_int_t)d->raw.minor,
@@ -301,6 +323,7 @@ static json_t *device_json(const struct device_state *d)
 			 "member_rates", d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(),
 			 "limits", limits_json(&d->ceiling),
 			 "ceiling", ceiling_json(d),
+			 "md", md_json(d),
 			 "counters", counters_json(&d->raw));
 }
 

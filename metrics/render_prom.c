@@ -540,6 +540,29 @@ static void emit_held_by(struct writer *w, const struct device_family *f, const 
 	}
 }
 
+static void emit_md_degraded(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	if (d->md.is_known) {
+		sample_device(w, f->name, d, d->md.degraded);
+	}
+}
+
+/* md: one series per member, 1 once md marked it faulty. */
+static void emit_member_failed(struct writer *w, const struct device_family *f, const struct device_state *d)
+{
+	char member[DISKSTATS_NAME_MAX];
+	unsigned k = 0;
+
+	if (!d->md.is_known) {
+		return;
+	}
+	for (const char *p = d->topo.members; k < 64 && (p = device_list_next(p, member)); k++) {
+		struct label l[] = {{"device", d->raw.name}, {"member", member}};
+
+		sample(w, f->name, l, ELEMENTSOF(l), (d->md.failed_mask >> k) & 1 ? 1 : 0);
+	}
+}
+
 static const struct device_family device_families[] = {
 	{"iopsd_device_info", FAMILY_GAUGE,
 	 "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where its serial is an EBS volume id, volume_id.",
@@ -636,6 +659,11 @@ static const struct device_family device_families[] = {
 	{"iopsd_device_held_by", FAMILY_GAUGE,
 	 "md/dm devices: 1 while the member is throttled and so holds the array to its pace (the array is throttled then too), else 0.",
 	 emit_held_by},
+	{"iopsd_device_md_degraded", FAMILY_GAUGE,
+	 "md arrays: members the array runs without, missing or failed (md's degraded; on RAID0 and linear the failed members, at least 1 once the array is broken).",
+	 emit_md_degraded},
+	{"iopsd_device_member_failed", FAMILY_GAUGE,
+	 "md arrays: 1 for a member md marked faulty, else 0.", emit_member_failed},
 	{"iopsd_device_saturated", FAMILY_GAUGE,
 	 "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
 	 CEILING(is_saturated)},

@@ -56,6 +56,7 @@ struct sampler_dev {
 	bool is_array_member;           /* a member of a tracked md/dm device */
 	uint64_t last_held_by_mask;     /* md/dm: the members that held it last */
 	unsigned hold_over_left;        /* samples it stays held without a holder */
+	struct md_health md;		/* md: read every sample */
 };
 
 struct sampler {
@@ -712,6 +713,20 @@ static int account_instance(struct sampler *s, struct sampler_snapshot *snap)
 	return 0;
 }
 
+/* A member's failure changes no line of /proc/diskstats: the md arrays'
+ * health is read every sample, not with the topology. */
+static void read_md_health(struct sampler *s)
+{
+	for (size_t i = 0; i < s->n_devs; i++) {
+		const struct topology_device *td = &s->topo->devices[i];
+
+		s->devs[i].md = (struct md_health){0};
+		if (s->devs[i].is_kept && td->topo.kind == DEVICE_KIND_MD) {
+			(void)md_health_read(s->sysfs, s->devs[i].raw.name, td->topo.members, &s->devs[i].md);
+		}
+	}
+}
+
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
 {
 	struct sampler_snapshot *snap;
@@ -747,6 +762,7 @@ static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struc
 		d->member_rates = sd->member_rates;
 		d->topo = s->topo->devices[i].topo;
 		d->ceiling = sd->ceiling;
+		d->md = sd->md;
 		k++;
 	}
 	snap->n_devices = k;
@@ -851,6 +867,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	propagate_holds(s);
 	update_shared(s);
 	ceiling_set_end_sample(s->ceilings);
+	read_md_health(s);
 
 	r = build_snapshot(s, mono, real, &snap);
 	if (r < 0) {

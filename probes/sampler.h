@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "diskstats.h"
+#include "md_health.h"
 
 enum device_kind {
 	DEVICE_KIND_DISK,
@@ -103,6 +104,8 @@ struct device_state {
 	struct device_rates member_rates;
 	struct device_topology topo;
 	struct device_ceiling ceiling;
+	struct md_health md;            /* md arrays: failed members, degraded (is_known
+					 * false for other devices) */
 };
 
 /* The machine's volumes together against the [instance] limits. */

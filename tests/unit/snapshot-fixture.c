@@ -155,6 +155,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	d->ceiling.iops_limit_ratio = NAN;
 	d->ceiling.throughput_limit_ratio = NAN;
 	d->ceiling.is_saturated = true;
+	/* ... one of whose members md has marked faulty */
+	d->md = (struct md_health){.is_known = true, .array_state = "clean", .degraded = 1, .failed_mask = 2};
 	return ss;
 }
 

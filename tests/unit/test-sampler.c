@@ -758,6 +758,62 @@ static void test_missing_diskstats_is_an_error(void **state)
 	config_free(cfg);
 }
 
+/* A member's failure is in every sample, not only after the next topology
+ * refresh: md0's member xvdg marked faulty, then the array broken. */
+static void test_md_member_failure_is_seen_at_the_next_sample(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	const struct device_state *md;
+	char path[1400];
+
+	(void)state;
+	sampler_env_setup(&e, "ec2-md-raid0", NULL);
+	sampler_env_private_sysfs(&e);
+	s = sampler_env_sample(&e, 1);
+	md = get(s, "md0");
+	assert_false(md->md.is_known); /* no md/array_state in the tree: nothing said */
+	assert_false(get(s, "xvdf")->md.is_known);
+	sampler_snapshot_unref(s);
+
+	snprintf(path, sizeof(path), "%s/block/md0/md/array_state", e.sys);
+	sampler_env_write_file(path, "clean\n");
+	snprintf(path, sizeof(path), "%s/block/md0/md/dev-xvdf", e.sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/block/md0/md/dev-xvdg", e.sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/block/md0/md/dev-xvdf/state", e.sys);
+	sampler_env_write_file(path, "in_sync\n");
+	snprintf(path, sizeof(path), "%s/block/md0/md/dev-xvdg/state", e.sys);
+	sampler_env_write_file(path, "in_sync\n");
+	s = sampler_env_sample(&e, 1);
+	md = get(s, "md0");
+	assert_true(md->md.is_known);
+	assert_string_equal(md->md.array_state, "clean");
+	assert_int_equal(md->md.degraded, 0);
+	assert_int_equal(md->md.failed_mask, 0);
+	sampler_snapshot_unref(s);
+
+	sampler_env_write_file(path, "faulty\n");
+	s = sampler_env_sample(&e, 1);
+	md = get(s, "md0");
+	assert_int_equal(md->md.degraded, 1);
+	assert_int_equal(md->md.failed_mask, 2); /* members "xvdf,xvdg": the second */
+	sampler_snapshot_unref(s);
+
+	/* a RAID0 that lost a member whose state says nothing: the kernel's
+	 * "broken" counts one */
+	sampler_env_write_file(path, "in_sync\n");
+	snprintf(path, sizeof(path), "%s/block/md0/md/array_state", e.sys);
+	sampler_env_write_file(path, "broken\n");
+	s = sampler_env_sample(&e, 1);
+	md = get(s, "md0");
+	assert_int_equal(md->md.degraded, 1);
+	assert_int_equal(md->md.failed_mask, 0);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_volume_id_from_an_ebs_style_serial),
 		cmocka_unit_test(test_instance_limits_count_the_volumes_together),
 		cmocka_unit_test(test_missing_diskstats_is_an_error),
+		cmocka_unit_test(test_md_member_failure_is_seen_at_the_next_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
