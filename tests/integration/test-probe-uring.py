@@ -103,7 +103,10 @@ def main():
             ours, theirs = measure(dev, conf, qd)
             print(f"QD{qd}: iopsd io_uring {ours:.0f} IOPS, fio io_uring {theirs:.0f} IOPS "
                   f"(ratio {ours / theirs:.2f}; medians of 3, alternating, on a shared machine)")
-            assert ours >= 0.4 * theirs, f"QD{qd}: iopsd io_uring {ours:.0f} IOPS against fio's {theirs:.0f}"
+            # generous: under load, and in the sanitizer build, single runs of
+            # either tool vary several-fold; an engine whose waits miss their
+            # completions (a wait that only a timeout ends) is 100x slower
+            assert ours >= 0.1 * theirs, f"QD{qd}: iopsd io_uring {ours:.0f} IOPS against fio's {theirs:.0f}"
 
         conf = write_conf(workdir, "u", dev.path, "io_uring", 16)
         out, _ = check_config(conf)
