@@ -10,7 +10,7 @@ build=(meson ninja-build pkg-config gcc libc6-dev libmicrohttpd-dev libjansson-d
 tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples sysstat prometheus prometheus-node-exporter
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 wrk ioping
        chromium fonts-liberation valgrind openssl
-       mmdebstrap qemu-system-x86 qemu-utils git)
+       mmdebstrap qemu-system-x86 qemu-utils git debhelper dpkg-dev lintian)
 
 want=("${build[@]}")
 if [ "${1:-}" = "--tests" ]; then
