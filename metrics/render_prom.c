@@ -3,6 +3,7 @@
  * and, when its value is not a plain field, one small emitter. */
 #include "render_prom.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -855,9 +856,41 @@ static const struct {
 			 "Latency of completed operations as EBS measured it, with the volume's own buckets."},
 };
 
+/* Every EBS volume found says whether its page was read, and why not
+ * (errno's name in lower case): the packaged unit grants no CAP_SYS_ADMIN,
+ * so there it is 0 with reason "eacces" or "eperm". Returns how many were
+ * read. */
+static size_t render_ebs_readable(struct writer *w, const struct sampler_snapshot *ss)
+{
+	static const char name[] = "iopsd_ebs_volume_statistics_readable";
+	size_t n_read = 0;
+
+	family(w, name, FAMILY_GAUGE,
+	       "1 when the volume's EBS statistics (NVMe log page 0xD0) were read, else 0 with the reason "
+	       "(eacces, eperm: no access to the controller or no CAP_SYS_ADMIN).");
+	for (size_t j = 0; j < ss->n_ebs; j++) {
+		const struct ebs_nvme_volume *v = &ss->ebs[j];
+		const char *errname = v->error ? strerrorname_np(-v->error) : NULL;
+		char reason[32] = "other";
+		struct label l[] = {{"device", v->device}, {"volume_id", v->volume_id}, {"reason", reason}, {0}};
+
+		if (v->error == 0) {
+			sample(w, name, l, 2, 1);
+			n_read++;
+			continue;
+		}
+		for (size_t k = 0; errname && errname[k] && k + 1 < sizeof(reason); k++) {
+			reason[k] = (char)tolower((unsigned char)errname[k]);
+			reason[k + 1] = '\0';
+		}
+		sample(w, name, l, 3, 0);
+	}
+	return n_read;
+}
+
 static void render_ebs(struct writer *w, const struct sampler_snapshot *ss)
 {
-	if (!ss || ss->n_ebs == 0) {
+	if (!ss || ss->n_ebs == 0 || render_ebs_readable(w, ss) == 0) {
 		return;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(ebs_families); i++) {
@@ -867,6 +900,10 @@ static void render_ebs(struct writer *w, const struct sampler_snapshot *ss)
 			const struct ebs_nvme_stats *st = &v->stats;
 			struct label l[] = {{"device", v->device}, {"volume_id", v->volume_id}, {"op", "read"}, {0}};
 			const char *name = ebs_families[i].name;
+
+			if (v->error) {
+				continue;
+			}
 
 			switch ((enum ebs_field)i) {
 			case EBS_VOLUME_EXCEEDED_IOPS:

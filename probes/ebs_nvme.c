@@ -201,6 +201,7 @@ struct ebs_entry {
 	char *controller_path;          /* DEVDIR/nvme1 */
 	uint32_t nsid;
 	bool is_disabled;               /* refused us: not asked again while it is the same volume */
+	int error;                      /* why it refused */
 };
 
 struct ebs_nvme_reader {
@@ -328,6 +329,7 @@ static void keep_refusals(const struct ebs_nvme_reader *r, struct ebs_entry *ent
 			    strcmp(old->volume_id, entries[i].volume_id) == 0 &&
 			    strcmp(old->controller_path, entries[i].controller_path) == 0) {
 				entries[i].is_disabled = true;
+				entries[i].error = old->error;
 			}
 		}
 	}
@@ -401,7 +403,10 @@ int ebs_nvme_reader_sample(struct ebs_nvme_reader *r, struct ebs_nvme_volume **r
 		struct ebs_entry *e = &r->entries[i];
 		int k;
 
+		strcpy(vols[n].device, e->device);
+		strcpy(vols[n].volume_id, e->volume_id);
 		if (e->is_disabled) {
+			vols[n++].error = e->error;
 			continue;
 		}
 		k = r->read_page(e->controller_path, e->nsid, page, EBS_NVME_LOG_PAGE_SIZE, r->userdata);
@@ -412,15 +417,12 @@ int ebs_nvme_reader_sample(struct ebs_nvme_reader *r, struct ebs_nvme_volume **r
 			/* No permission (CAP_SYS_ADMIN), not NVMe after all, not
 			 * EBS's page: asking every second would not change that. */
 			e->is_disabled = k == -EPERM || k == -EACCES || k == -ENOTTY || k == -EINVAL || k == -ENOMSG;
+			e->error = k;
 			r->last_error = k;
-			continue;
+			vols[n].stats = (struct ebs_nvme_stats){0};
+			vols[n].error = k;
 		}
-		strcpy(vols[n].device, e->device);
-		strcpy(vols[n].volume_id, e->volume_id);
 		n++;
-	}
-	if (n == 0) {
-		return 0;
 	}
 	*ret = TAKE_PTR(vols);
 	return (int)n;

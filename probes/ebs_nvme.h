@@ -71,15 +71,18 @@ int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len);
 struct ebs_nvme_volume {
 	char device[DISKSTATS_NAME_MAX];                /* "nvme1n1" */
 	char volume_id[EBS_NVME_VOLUME_ID_MAX];         /* "vol-0123..." */
+	int error;                                      /* 0, or why the page was not read (-errno; stats zero) */
 	struct ebs_nvme_stats stats;
 };
 
 /* The EBS volumes among a sampler's devices. refresh() finds them in sysfs
- * whenever the topology changes; sample() reads every one's log page.
- * Devices whose page cannot be read (no permission, not really EBS, no such
- * page) are left out silently and not asked again while the same volume is
- * there; last_error() says why, for debugging. Devices whose model is not
- * EBS's (QEMU's NVMe) are never asked. */
+ * whenever the topology changes; sample() reads every one's log page and
+ * reports every volume, with its error where the page could not be read
+ * (no permission: the controller's node is root's and the command needs
+ * CAP_SYS_ADMIN; not really EBS; no such page). A volume that refused is
+ * not asked again while the same volume is there; last_error() is the
+ * latest error. Devices whose model is not EBS's (QEMU's NVMe) are never
+ * asked. */
 struct ebs_nvme_reader;
 
 /* read_page is how pages are fetched: NULL for the NVMe ioctl on

@@ -241,7 +241,7 @@ static int fake_read_page(const char *controller_path, uint32_t nsid, void *buf,
 	return -EPERM;
 }
 
-static void test_reader_finds_ebs_volumes_and_skips_the_rest_silently(void **state)
+static void test_reader_finds_ebs_volumes_and_says_which_it_cannot_read(void **state)
 {
 	struct tree *t = *state;
 	const char *names[] = {"vda", "nvme0n1", "nvme1n1", "nvme2n1", "nvme2n1p1", "nvme3n1", "loop0"};
@@ -251,26 +251,33 @@ static void test_reader_finds_ebs_volumes_and_skips_the_rest_silently(void **sta
 
 	assert_int_equal(ebs_nvme_reader_new(t->root, "/dev", fake_read_page, &fake, &r), 0);
 	assert_int_equal(ebs_nvme_reader_refresh(r, names, ELEMENTSOF(names)), 2);
-	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
+	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 2);
 	assert_int_equal(fake.calls, 2);
 	assert_string_equal(vols[0].device, "nvme1n1");
 	assert_string_equal(vols[0].volume_id, "vol-0123456789abcdef0");
+	assert_int_equal(vols[0].error, 0);
 	assert_int_equal(vols[0].stats.volume_exceeded_iops_usec, 12345678);
+	/* nvme2 refused: reported with the reason, no statistics */
+	assert_string_equal(vols[1].device, "nvme2n1");
+	assert_int_equal(vols[1].error, -EPERM);
+	assert_int_equal(vols[1].stats.read_ops, 0);
 	assert_int_equal(ebs_nvme_reader_last_error(r), -EPERM);
 	free(vols);
-	/* nvme2 refused: not asked again every second, nor at a refresh of
-	 * the device list while it is the same volume. */
-	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
+	/* ... and not asked again every second, nor at a refresh of the device
+	 * list while it is the same volume; still reported. */
+	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 2);
 	assert_int_equal(fake.calls, 3);
+	assert_int_equal(vols[1].error, -EPERM);
 	free(vols);
 	assert_int_equal(ebs_nvme_reader_refresh(r, names, ELEMENTSOF(names)), 2);
-	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
+	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 2);
 	assert_int_equal(fake.calls, 4);
+	assert_int_equal(vols[1].error, -EPERM);
 	free(vols);
 	/* another volume attached under its name is asked */
 	put(t->root, "devices/nvme2/serial", "vol0aaaaaaaaaaaaaaaa\n");
 	assert_int_equal(ebs_nvme_reader_refresh(r, names, ELEMENTSOF(names)), 2);
-	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 1);
+	assert_int_equal(ebs_nvme_reader_sample(r, &vols), 2);
 	assert_int_equal(fake.calls, 6);
 	free(vols);
 
@@ -318,7 +325,7 @@ int main(void)
 		cmocka_unit_test(test_pages_that_are_not_ebs_statistics_are_refused),
 		cmocka_unit_test(test_empty_histograms_are_valid),
 		cmocka_unit_test(test_model_and_volume_id),
-		cmocka_unit_test_setup_teardown(test_reader_finds_ebs_volumes_and_skips_the_rest_silently,
+		cmocka_unit_test_setup_teardown(test_reader_finds_ebs_volumes_and_says_which_it_cannot_read,
 						tree_setup, tree_teardown),
 		cmocka_unit_test(test_reader_on_a_machine_without_ebs_finds_nothing),
 		cmocka_unit_test(test_ioctl_on_something_that_is_not_nvme_fails_cleanly),

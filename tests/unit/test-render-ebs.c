@@ -1,6 +1,7 @@
 /* /metrics families of the EBS NVMe log page: present with the volume's own
  * counters and histogram (real _sum, +Inf = _count) where a volume exists,
  * absent altogether elsewhere. */
+#include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +63,8 @@ static void test_ebs_volume_families_with_a_real_sum(void **state)
 	load_volume(&v);
 	text = render(&v, 1, METRICS_FORMAT_PROMETHEUS);
 #define L "device=\"nvme1n1\",volume_id=\"vol-0123456789abcdef0\""
+	assert_line(text, "# TYPE iopsd_ebs_volume_statistics_readable gauge");
+	assert_line(text, "iopsd_ebs_volume_statistics_readable{" L "} 1");
 	assert_line(text, "# TYPE iopsd_ebs_volume_performance_exceeded_iops_seconds_total counter");
 	assert_line(text, "iopsd_ebs_volume_performance_exceeded_iops_seconds_total{" L "} 12.345678");
 	assert_line(text, "iopsd_ebs_volume_performance_exceeded_throughput_seconds_total{" L "} 0");
@@ -91,6 +94,36 @@ static void test_ebs_volume_families_with_a_real_sum(void **state)
 	free(text);
 }
 
+/* Without CAP_SYS_ADMIN (the packaged unit) the page cannot be read: the
+ * volume says so with the reason, and shows no statistics of zeros. */
+static void test_unreadable_ebs_volume_says_why(void **state)
+{
+	struct ebs_nvme_volume v[2];
+	char *text;
+
+	load_volume(&v[0]);
+	memset(&v[1], 0, sizeof(v[1]));
+	strcpy(v[1].device, "nvme2n1");
+	strcpy(v[1].volume_id, "vol-0fedcba9876543210");
+	v[1].error = -EACCES;
+	text = render(v, 2, METRICS_FORMAT_PROMETHEUS);
+	assert_line(text, "iopsd_ebs_volume_statistics_readable{device=\"nvme1n1\",volume_id=\"vol-0123456789abcdef0\"} 1");
+	assert_line(text, "iopsd_ebs_volume_statistics_readable{device=\"nvme2n1\",volume_id=\"vol-0fedcba9876543210\","
+			  "reason=\"eacces\"} 0");
+	assert_line(text, "iopsd_ebs_volume_queue_length{device=\"nvme1n1\",volume_id=\"vol-0123456789abcdef0\"} 7");
+	assert_null(strstr(text, "iopsd_ebs_volume_queue_length{device=\"nvme2n1\""));
+	free(text);
+
+	/* only unreadable volumes: the statistics families are absent */
+	v[1].error = -EPERM;
+	text = render(&v[1], 1, METRICS_FORMAT_PROMETHEUS);
+	assert_line(text, "iopsd_ebs_volume_statistics_readable{device=\"nvme2n1\",volume_id=\"vol-0fedcba9876543210\","
+			  "reason=\"eperm\"} 0");
+	assert_null(strstr(text, "iopsd_ebs_volume_queue_length"));
+	assert_null(strstr(text, "iopsd_ebs_volume_latency_seconds"));
+	free(text);
+}
+
 static void test_no_ebs_volume_no_ebs_family(void **state)
 {
 	char *text = render(NULL, 0, METRICS_FORMAT_PROMETHEUS);
@@ -103,6 +136,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ebs_volume_families_with_a_real_sum),
+		cmocka_unit_test(test_unreadable_ebs_volume_says_why),
 		cmocka_unit_test(test_no_ebs_volume_no_ebs_family),
 	};
 
