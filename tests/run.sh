@@ -61,7 +61,13 @@ check_skips() { # BUILDDIR
 }
 check_skips build-asan
 
-echo "== vm (a Debian 12 guest under QEMU with real systemd)"
+echo "== package (dpkg-buildpackage -b from a copy of the tree, into build-deb/)"
+if deb=$(tests/vm/build-deb build-deb); then
+	export IOPSD_DEB=$deb
+else
+	status=1
+fi
+echo "== vm (a Debian 12 guest under QEMU with real systemd; the package in it; lintian)"
 meson test -C build --suite vm --print-errorlogs --no-rebuild || status=1
 check_skips build
 

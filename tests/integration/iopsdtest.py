@@ -79,7 +79,33 @@ class NotifySocket:
         self.sock.close()
 
 
-class Daemon:
+class HttpClient:
+    """iopsd's HTTP API on 127.0.0.1:port, as the tests read it."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def get(self, path, headers=None, method="GET", timeout=5.0):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def get_json(self, path):
+        status, _, body = self.get(path)
+        assert status == 200, f"GET {path}: {status} {body[:300]!r}"
+        return json.loads(body)
+
+    def metrics(self):
+        status, _, body = self.get("/metrics")
+        assert status == 200, f"GET /metrics: {status}"
+        return body.decode()
+
+
+class Daemon(HttpClient):
     """The real iopsd, started with a config file, logging to a file."""
 
     def __init__(self, config_text=None, args=(), env=None, workdir=None, port=None):
@@ -118,25 +144,6 @@ class Daemon:
             except OSError:
                 time.sleep(0.05)
         raise AssertionError(f"iopsd did not answer HTTP within {timeout}s:\n{self.read_log()}")
-
-    def get(self, path, headers=None, method="GET", timeout=5.0):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            c.request(method, path, headers=headers or {})
-            r = c.getresponse()
-            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
-        finally:
-            c.close()
-
-    def get_json(self, path):
-        status, _, body = self.get(path)
-        assert status == 200, f"GET {path}: {status} {body[:300]!r}"
-        return json.loads(body)
-
-    def metrics(self):
-        status, _, body = self.get("/metrics")
-        assert status == 200, f"GET /metrics: {status}"
-        return body.decode()
 
     def read_log(self):
         with open(self.log, "rb") as f:

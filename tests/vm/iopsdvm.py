@@ -232,7 +232,8 @@ class _JsonChannel:
                 time.sleep(0.05)
         self.buf = b""
 
-    def send(self, obj):
+    def send(self, obj, timeout=30):
+        self.sock.settimeout(timeout)
         self.sock.sendall(json.dumps(obj).encode() + b"\n")
 
     def recv(self, timeout):
@@ -548,7 +549,7 @@ class VM:
                "-qmp", f"unix:{self.path('qmp.sock')},server=on,wait=off",
                "-chardev", f"socket,id=qga0,path={self.path('qga.sock')},server=on,wait=off",
                "-device", "virtio-serial-pci,id=vser0",
-               "-device", "virtserialport,bus=vser0.0,chardev=qga0,name=org.qemu.guest_agent.0",
+               "-device", "virtserialport,bus=vser0.0,chardev=qga0,name=org.qemu.guest_agent.0,id=qga-port",
                "-object", "rng-random,id=rng0,filename=/dev/urandom",
                "-device", "virtio-rng-pci,rng=rng0",
                "-netdev", f"user,id=net0,restrict=on{fwd}",
@@ -572,13 +573,24 @@ class VM:
         or "degraded" with the failed units in the console log)."""
         t0 = time.monotonic()
         deadline = t0 + self.boot_timeout
-        while not self.agent.sync(2):
-            if self.proc.poll() is not None:
-                raise VMError(f"QEMU exited with {self.proc.returncode} during boot\n"
-                              f"{self.qemu_log()}\n--- console\n{self.console_log()[-4000:]}")
+        # Until qemu-ga opens its port, QEMU does not read what is sent to
+        # it: wait for the port to open (a QMP event), then sync. Sending
+        # syncs blindly every few seconds filled the socket's buffer on a
+        # slow boot.
+        is_open = False
+        while True:
+            self._check_alive()
             if time.monotonic() > deadline:
                 raise VMError(f"the guest agent did not answer within {self.boot_timeout:.0f}s\n"
                               f"--- console\n{self.console_log()[-4000:]}")
+            if not is_open:
+                try:
+                    self.qmp.wait_event("VSERPORT_CHANGE", timeout=2, match={"id": "qga-port", "open": True})
+                    is_open = True
+                except VMError:
+                    continue
+            if self.agent.sync(10):
+                break
         self.agent_seconds = time.monotonic() - t0
         left = max(30, deadline - time.monotonic())
         r = self.run("systemctl is-system-running --wait", timeout=left, check=False)
@@ -589,6 +601,11 @@ class VM:
             log(f"guest booted degraded: {failed.strip()}")
         elif self.system_state != "running":
             raise VMError(f"guest did not finish booting: {r.describe()}")
+
+    def _check_alive(self):
+        if self.proc.poll() is not None:
+            raise VMError(f"QEMU exited with {self.proc.returncode} during boot\n"
+                          f"{self.qemu_log()}\n--- console\n{self.console_log()[-4000:]}")
 
     def close(self):
         if self.agent:
