@@ -599,7 +599,8 @@ int config_keys_list(enum config_key_scope scope, char *buf, size_t len)
 		if (k->scope != scope || (k->cls != CONFIG_KEY_HONOURED && k->cls != CONFIG_KEY_BUDGET)) {
 			continue;
 		}
-		w = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, "%s%s%s%s%s", n ? ", " : "",
+		/* buf may be NULL with len 0: the caller asks for the length */
+		w = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, "%s%s%s%s%s", n ? ", " : "",
 			     k->name, k->aliases[0] ? " (" : "", k->aliases[0] ? k->aliases[0] : "",
 			     k->aliases[0] ? ")" : "");
 		if (w < 0) {

@@ -5,4 +5,9 @@ set -euo pipefail
 harness=$1 corpus=$2 runs=${3:-20000}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"$harness" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=1024 "$scratch" "$corpus"
+# A finding may exit 77 (a sanitizer's exit code), which meson would read as
+# a skip: every non-zero status is a failure here.
+if ! "$harness" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=1024 "$scratch" "$corpus"; then
+	echo "run-fuzz: $harness found a failing input (see above)" >&2
+	exit 1
+fi
