@@ -154,7 +154,8 @@ static int libaio_reap(struct engine *e, struct engine_event *ev, unsigned max, 
 	if (e->ring) {
 		n = (int)ring_reap(e->ring, e->events, max);
 	}
-	if (n == 0 && timeout_ns > 0) {
+	/* without the ring, even a look that must not wait is a system call */
+	if (n == 0 && (timeout_ns > 0 || !e->ring)) {
 		if (timeout_ns == ENGINE_WAIT_FOREVER && e->is_wake_armed) {
 			tsp = NULL;
 		} else if (timeout_ns > UNWATCHED_WAIT_NS && !e->is_wake_armed) {

@@ -94,13 +94,15 @@ int engine_uring_check(char *msg, size_t len)
 }
 
 /* Wait for every slot the kernel still holds: their buffers are freed
- * after us, and closing a ring does not wait for its block I/O. */
+ * after us, and closing a ring does not wait for its block I/O. Entries a
+ * short submit left in the ring go in with the wait. */
 static void uring_drain(struct engine *e)
 {
 	struct io_uring_cqe *cqe;
+	unsigned head, n;
 
 	while (e->inflight > 0) {
-		int k = io_uring_wait_cqe(&e->ring, &cqe);
+		int k = io_uring_submit_and_wait(&e->ring, 1);
 
 		if (k == -EINTR) {
 			continue;
@@ -108,10 +110,15 @@ static void uring_drain(struct engine *e)
 		if (k < 0) {
 			break;
 		}
-		if (cqe->user_data > TAG_CANCEL) {
-			e->inflight--;
+		n = 0;
+		io_uring_for_each_cqe(&e->ring, head, cqe)
+		{
+			if (cqe->user_data > TAG_CANCEL && e->inflight > 0) {
+				e->inflight--;
+			}
+			n++;
 		}
-		io_uring_cqe_seen(&e->ring, cqe);
+		io_uring_cq_advance(&e->ring, n);
 	}
 }
 
