@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SUITE = "bookworm"
@@ -216,9 +217,12 @@ class Image:
 # --- JSON channels (QMP, guest agent) ------------------------------------------
 
 class _JsonChannel:
-    """Newline-delimited JSON over a Unix socket, one request at a time."""
+    """Newline-delimited JSON over a Unix socket, one request at a time:
+    callers on several threads (a lab's control socket, a test's sampler)
+    hold .lock around a request and its answer."""
 
     def __init__(self, path, timeout):
+        self.lock = threading.RLock()
         deadline = time.monotonic() + timeout
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -232,9 +236,16 @@ class _JsonChannel:
                 time.sleep(0.05)
         self.buf = b""
 
-    def send(self, obj, timeout=30):
+    def send(self, obj, timeout=30, prefix=b""):
+        """False when the other end did not take it within timeout (a guest
+        agent's port before the agent opened it: QEMU stops reading)."""
+        # recv() leaves whatever timeout its deadline needed on the socket
         self.sock.settimeout(timeout)
-        self.sock.sendall(json.dumps(obj).encode() + b"\n")
+        try:
+            self.sock.sendall(prefix + json.dumps(obj).encode() + b"\n")
+        except socket.timeout:
+            return False
+        return True
 
     def recv(self, timeout):
         """The next JSON object, or None when nothing complete arrived in
@@ -287,38 +298,42 @@ class QMP:
 
     def execute(self, cmd, args=None, timeout=60, **kwargs):
         args = dict(args or {}, **kwargs)
-        rid = self.next_id
-        self.next_id += 1
-        req = {"execute": cmd, "id": rid}
-        if args:
-            req["arguments"] = args
-        self.ch.send(req)
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.ch.recv(max(0.0, deadline - time.monotonic()))
-            if msg is None:
-                raise VMError(f"QMP {cmd}: no answer within {timeout}s")
-            if "event" in msg:
-                self.events.append(msg)
-            elif msg.get("id") == rid:
-                if "error" in msg:
-                    raise QMPError(cmd, msg["error"])
-                return msg.get("return")
+        with self.ch.lock:
+            rid = self.next_id
+            self.next_id += 1
+            req = {"execute": cmd, "id": rid}
+            if args:
+                req["arguments"] = args
+            if not self.ch.send(req, timeout):
+                raise VMError(f"QMP {cmd}: not taken within {timeout}s")
+            deadline = time.monotonic() + timeout
+            while True:
+                msg = self.ch.recv(max(0.0, deadline - time.monotonic()))
+                if msg is None:
+                    raise VMError(f"QMP {cmd}: no answer within {timeout}s")
+                if "event" in msg:
+                    self.events.append(msg)
+                elif msg.get("id") == rid:
+                    if "error" in msg:
+                        raise QMPError(cmd, msg["error"])
+                    return msg.get("return")
 
     def wait_event(self, name, timeout=30, match=None):
         """The first event `name` (whose "data" includes `match`), also one
         that arrived before this call; it is removed from .events."""
         deadline = time.monotonic() + timeout
         while True:
-            for i, ev in enumerate(self.events):
-                data = ev.get("data", {})
-                if ev["event"] == name and all(data.get(k) == v for k, v in (match or {}).items()):
-                    return self.events.pop(i)
-            msg = self.ch.recv(max(0.0, deadline - time.monotonic()))
-            if msg is None:
+            with self.ch.lock:
+                for i, ev in enumerate(self.events):
+                    data = ev.get("data", {})
+                    if ev["event"] == name and all(data.get(k) == v for k, v in (match or {}).items()):
+                        return self.events.pop(i)
+                # short reads, so that other threads' requests get their turn
+                msg = self.ch.recv(min(0.2, max(0.0, deadline - time.monotonic())))
+                if msg is not None and "event" in msg:
+                    self.events.append(msg)
+            if msg is None and time.monotonic() > deadline:
                 raise VMError(f"no QMP event {name} within {timeout}s")
-            if "event" in msg:
-                self.events.append(msg)
 
     def close(self):
         self.ch.close()
@@ -361,25 +376,32 @@ class GuestAgent:
         running until the guest has booted that far); stale answers of an
         earlier timed-out request are discarded."""
         sync_id = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
-        self.ch.send({"execute": "guest-sync-delimited", "arguments": {"id": sync_id}})
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.ch.recv(max(0.0, deadline - time.monotonic()))
-            if msg is None:
+        with self.ch.lock:
+            # 0xFF first: it resets the agent's JSON parser, in case an
+            # earlier request went in only in part
+            if not self.ch.send({"execute": "guest-sync-delimited", "arguments": {"id": sync_id}}, timeout,
+                                prefix=b"\xff"):
                 return False
-            if msg.get("return") == sync_id:
-                return True
+            deadline = time.monotonic() + timeout
+            while True:
+                msg = self.ch.recv(max(0.0, deadline - time.monotonic()))
+                if msg is None:
+                    return False
+                if msg.get("return") == sync_id:
+                    return True
 
     def execute(self, cmd, args=None, timeout=60):
         req = {"execute": cmd}
         if args:
             req["arguments"] = args
-        self.ch.send(req)
-        msg = self.ch.recv(timeout)
-        if msg is None:
-            # a late answer would be taken for the next request's
-            self.sync(10)
-            raise VMError(f"guest agent: no answer to {cmd} within {timeout}s")
+        with self.ch.lock:
+            if not self.ch.send(req, timeout):
+                raise VMError(f"guest agent: {cmd} not taken within {timeout}s")
+            msg = self.ch.recv(timeout)
+            if msg is None:
+                # a late answer would be taken for the next request's
+                self.sync(10)
+                raise VMError(f"guest agent: no answer to {cmd} within {timeout}s")
         if "error" in msg:
             raise VMError(f"guest agent {cmd}: {msg['error'].get('desc')}")
         return msg.get("return")
