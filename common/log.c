@@ -19,9 +19,8 @@ int log_max_level = LOG_INFO;
 static bool log_to_journal;
 
 static const char *const level_names[] = {
-	[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",     [LOG_CRIT] = "crit",
-	[LOG_ERR] = "error",   [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-	[LOG_INFO] = "info",   [LOG_DEBUG] = "debug",
+    [LOG_EMERG] = "emerg",     [LOG_ALERT] = "alert",	[LOG_CRIT] = "crit", [LOG_ERR] = "error",
+    [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice", [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
 
 int log_level_from_string(const char *s)

@@ -29,23 +29,23 @@ int log_level_from_string(const char *s);
  * can `return log_error_errno(r, ...)`. */
 int log_internal(int level, int error, const char *func, const char *fmt, ...) _printf_(4, 5);
 
-#define log_full_errno(level, error, ...)                                      \
-	({                                                                     \
-		int _l_ = (level), _e_ = (error);                              \
-		(log_max_level >= _l_) ? log_internal(_l_, _e_, __func__, __VA_ARGS__) \
-				       : (_e_ > 0 ? -_e_ : (_e_ < 0 ? _e_ : -EIO)); \
+#define log_full_errno(level, error, ...)                                                                    \
+	({                                                                                                   \
+		int _l_ = (level), _e_ = (error);                                                            \
+		(log_max_level >= _l_) ? log_internal(_l_, _e_, __func__, __VA_ARGS__)                       \
+				       : (_e_ > 0 ? -_e_ : (_e_ < 0 ? _e_ : -EIO));                          \
 	})
 
-#define log_debug(...) ((void)log_full_errno(LOG_DEBUG, 0, __VA_ARGS__))
-#define log_info(...) ((void)log_full_errno(LOG_INFO, 0, __VA_ARGS__))
-#define log_notice(...) ((void)log_full_errno(LOG_NOTICE, 0, __VA_ARGS__))
+#define log_debug(...)	 ((void)log_full_errno(LOG_DEBUG, 0, __VA_ARGS__))
+#define log_info(...)	 ((void)log_full_errno(LOG_INFO, 0, __VA_ARGS__))
+#define log_notice(...)	 ((void)log_full_errno(LOG_NOTICE, 0, __VA_ARGS__))
 #define log_warning(...) ((void)log_full_errno(LOG_WARNING, 0, __VA_ARGS__))
-#define log_error(...) ((void)log_full_errno(LOG_ERR, 0, __VA_ARGS__))
+#define log_error(...)	 ((void)log_full_errno(LOG_ERR, 0, __VA_ARGS__))
 
-#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
-#define log_info_errno(e, ...) log_full_errno(LOG_INFO, e, __VA_ARGS__)
+#define log_debug_errno(e, ...)	  log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
+#define log_info_errno(e, ...)	  log_full_errno(LOG_INFO, e, __VA_ARGS__)
 #define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, e, __VA_ARGS__)
-#define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
+#define log_error_errno(e, ...)	  log_full_errno(LOG_ERR, e, __VA_ARGS__)
 
 /* A simple rate limiter: allow `burst` events per `interval_usec`. */
 struct ratelimit {

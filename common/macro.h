@@ -10,22 +10,22 @@
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 /* Hand ownership of a pointer out of a _cleanup_ variable. */
-#define TAKE_PTR(p)                                                            \
-	({                                                                     \
-		__typeof__(p) _p_ = (p);                                       \
-		(p) = NULL;                                                    \
-		_p_;                                                           \
+#define TAKE_PTR(p)                                                                                          \
+	({                                                                                                   \
+		__typeof__(p) _p_ = (p);                                                                     \
+		(p) = NULL;                                                                                  \
+		_p_;                                                                                         \
 	})
 
-#define TAKE_FD(fd)                                                            \
-	({                                                                     \
-		int _fd_ = (fd);                                               \
-		(fd) = -1;                                                     \
-		_fd_;                                                          \
+#define TAKE_FD(fd)                                                                                          \
+	({                                                                                                   \
+		int _fd_ = (fd);                                                                             \
+		(fd) = -1;                                                                                   \
+		_fd_;                                                                                        \
 	})
 
 static inline void freep(void *p)
@@ -49,21 +49,21 @@ static inline void fclosep(FILE **f)
 	}
 }
 
-#define _cleanup_free_ _cleanup_(freep)
-#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_free_	 _cleanup_(freep)
+#define _cleanup_close_	 _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
 /* Declare a cleanup function `namep(T **)` that calls `name(T *)`. */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                \
-	static inline void func##p(type *p)                                    \
-	{                                                                      \
-		if (*p) {                                                      \
-			func(*p);                                              \
-		}                                                              \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                              \
+	static inline void func##p(type *p)                                                                  \
+	{                                                                                                    \
+		if (*p) {                                                                                    \
+			func(*p);                                                                            \
+		}                                                                                            \
 	}
 
-#define USEC_PER_SEC ((uint64_t)1000000)
-#define NSEC_PER_SEC ((uint64_t)1000000000)
+#define USEC_PER_SEC  ((uint64_t)1000000)
+#define NSEC_PER_SEC  ((uint64_t)1000000000)
 #define NSEC_PER_USEC ((uint64_t)1000)
 #define NSEC_PER_MSEC ((uint64_t)1000000)
 #define USEC_PER_MSEC ((uint64_t)1000)

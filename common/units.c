@@ -93,9 +93,8 @@ int parse_size(const char *s, uint64_t *ret_bytes)
 		const char *suffix;
 		unsigned shift;
 	} table[] = {
-		{"", 0},     {"b", 0},     {"k", 10},    {"kb", 10},  {"kib", 10},
-		{"m", 20},   {"mb", 20},   {"mib", 20},  {"g", 30},   {"gb", 30},
-		{"gib", 30}, {"t", 40},    {"tb", 40},   {"tib", 40},
+	    {"", 0},	 {"b", 0},  {"k", 10},	{"kb", 10},  {"kib", 10}, {"m", 20},  {"mb", 20},
+	    {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30}, {"t", 40},	  {"tb", 40}, {"tib", 40},
 	};
 	const char *suffix;
 	uint64_t n;
@@ -124,10 +123,9 @@ int parse_duration(const char *s, uint64_t default_unit_usec, uint64_t *ret_usec
 		const char *suffix;
 		uint64_t usec;
 	} table[] = {
-		{"us", 1ULL},           {"usec", 1ULL},         {"ms", 1000ULL},
-		{"msec", 1000ULL},      {"s", 1000000ULL},      {"sec", 1000000ULL},
-		{"m", 60000000ULL},     {"min", 60000000ULL},   {"h", 3600000000ULL},
-		{"d", 86400000000ULL},
+	    {"us", 1ULL},	  {"usec", 1ULL},	 {"ms", 1000ULL},    {"msec", 1000ULL},
+	    {"s", 1000000ULL},	  {"sec", 1000000ULL},	 {"m", 60000000ULL}, {"min", 60000000ULL},
+	    {"h", 3600000000ULL}, {"d", 86400000000ULL},
 	};
 	const char *suffix;
 	uint64_t n, unit = 0;

@@ -1333,9 +1333,10 @@ static void finish_config(struct parser *p)
 		check_interval(p, pc);
 	}
 	if (c->instance.is_declared && !c->instance.iops_limit && !c->instance.throughput_limit) {
-		add_error(p, c->instance.line,
-			  "[instance] needs iops_limit or throughput_limit: the limits of the machine over all "
-			  "its volumes");
+		add_error(
+		    p, c->instance.line,
+		    "[instance] needs iops_limit or throughput_limit: the limits of the machine over all "
+		    "its volumes");
 	}
 	for (size_t i = 0; i < c->n_devices; i++) {
 		struct device_config *dc = &c->devices[i];

@@ -114,11 +114,11 @@ struct probe_config {
 /* [instance]: limits of the machine over all its volumes together, as EC2
  * publishes them per instance type (EBS IOPS and bandwidth). */
 struct instance_config {
-	bool is_declared;          /* the file has an [instance] section */
+	bool is_declared; /* the file has an [instance] section */
 	unsigned line;
-	uint64_t iops_limit;       /* 0 = not declared */
+	uint64_t iops_limit;	   /* 0 = not declared */
 	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
-	char *devices;             /* POSIX extended regex of the volumes that count; NULL: every
+	char *devices;		   /* POSIX extended regex of the volumes that count; NULL: every
 				    * whole disk (not partitions, md, dm or loop devices) */
 	double ceiling_threshold;  /* ratio counted as "at the limit"; 0: [global]'s */
 };

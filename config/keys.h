@@ -17,9 +17,9 @@ enum config_key_class {
 };
 
 enum config_key_scope {
-	CONFIG_SCOPE_GLOBAL, /* [global] only: the daemon's settings */
-	CONFIG_SCOPE_PROBE,  /* a probe section, or [global] as a default for later ones */
-	CONFIG_SCOPE_DEVICE, /* [device NAME] */
+	CONFIG_SCOPE_GLOBAL,   /* [global] only: the daemon's settings */
+	CONFIG_SCOPE_PROBE,    /* a probe section, or [global] as a default for later ones */
+	CONFIG_SCOPE_DEVICE,   /* [device NAME] */
 	CONFIG_SCOPE_INSTANCE, /* [instance] */
 	_CONFIG_SCOPE_MAX,
 };

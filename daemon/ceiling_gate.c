@@ -18,10 +18,10 @@
 struct gate_probe {
 	struct probe_identity *id; /* a reference */
 	const struct probe_config *pc;
-	bool is_quiet;                    /* under the lock */
-	bool has_run;                     /* under the lock */
-	uint64_t last_start_usec;         /* under the lock, CLOCK_MONOTONIC */
-	uint64_t seen_done_usec;          /* main loop: last run already collected */
+	bool is_quiet;		  /* under the lock */
+	bool has_run;		  /* under the lock */
+	uint64_t last_start_usec; /* under the lock, CLOCK_MONOTONIC */
+	uint64_t seen_done_usec;  /* main loop: last run already collected */
 };
 
 struct ceiling_gate {
@@ -161,7 +161,8 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 		if (!st) {
 			continue;
 		}
-		ceiling_state_note_own_ops(st, (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops));
+		ceiling_state_note_own_ops(
+		    st, (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops));
 		if (p->pc->ceiling && res->success) {
 			double iops = res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops;
 			double bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;

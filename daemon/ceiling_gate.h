@@ -16,9 +16,9 @@
 #include "registry.h"
 
 #define CEILING_GATE_MIN_SPACING_USEC (600ULL * 1000000ULL) /* at most one run per 10 minutes */
-#define CEILING_GATE_QUIET_SEC 5.0                           /* quiet for this long ... */
-#define CEILING_GATE_QUIET_IOPS 5.0                          /* ... at no more than this */
-#define CEILING_GATE_RETRY_USEC (1000000ULL)                 /* ask again when not quiet */
+#define CEILING_GATE_QUIET_SEC	      5.0		    /* quiet for this long ... */
+#define CEILING_GATE_QUIET_IOPS	      5.0		    /* ... at no more than this */
+#define CEILING_GATE_RETRY_USEC	      (1000000ULL)	    /* ask again when not quiet */
 
 struct ceiling_gate;
 

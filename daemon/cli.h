@@ -5,21 +5,21 @@
 #include <stdbool.h>
 
 struct cli_args {
-	const char *config_path;      /* NULL: /etc/iopsd/iopsd.conf, else built-in */
+	const char *config_path; /* NULL: /etc/iopsd/iopsd.conf, else built-in */
 	bool check_config;
 	bool once;
-	const char *listen_address;   /* overrides the config */
+	const char *listen_address; /* overrides the config */
 	const char *web_config_file;
 	const char *procfs;
 	const char *sysfs;
 	const char *device_include;
 	const char *device_exclude;
-	int log_level;                /* -1 when not given */
+	int log_level; /* -1 when not given */
 };
 
 enum cli_action {
 	CLI_RUN,
-	CLI_EXIT_OK,    /* --help or --version printed */
+	CLI_EXIT_OK,	/* --help or --version printed */
 	CLI_EXIT_USAGE, /* bad flag, message printed */
 };
 

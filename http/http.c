@@ -39,10 +39,10 @@
 #include "webpage.h"
 
 /* Dynamic bodies larger than this are gzip'd when the client allows it. */
-#define GZIP_MIN_SIZE 1024
-#define GZIP_DYNAMIC_LEVEL 1
+#define GZIP_MIN_SIZE	    1024
+#define GZIP_DYNAMIC_LEVEL  1
 #define SWEEP_INTERVAL_USEC USEC_PER_SEC
-#define AUTH_REALM "iopsd"
+#define AUTH_REALM	    "iopsd"
 
 /* One accepted connection, for the header deadline: a request's headers
  * must be complete within connection_timeout of the connection's start or
@@ -97,8 +97,8 @@ static const char *skip_space(const char *p)
 
 /* Split one element of a comma-separated header at `p` into its token
  * (lowercase-compared by the caller) and q value; returns the element end. */
-static const char *next_element(const char *p, char *token, size_t token_len, double *ret_q,
-				char *version, size_t version_len)
+static const char *next_element(const char *p, char *token, size_t token_len, double *ret_q, char *version,
+				size_t version_len)
 {
 	const char *end = p + strcspn(p, ",");
 	const char *semi;
@@ -429,8 +429,9 @@ static enum MHD_Result handle_healthz(struct request *q)
 	char reason[256];
 
 	if (!snapshot_check_health(q->snap, now_usec(CLOCK_MONOTONIC), reason, sizeof(reason))) {
-		return respond_json(q, MHD_HTTP_SERVICE_UNAVAILABLE,
-				    json_pack("{s:s,s:o}", "status", "unhealthy", "error", render_json_string(reason)));
+		return respond_json(
+		    q, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    json_pack("{s:s,s:o}", "status", "unhealthy", "error", render_json_string(reason)));
 	}
 	return respond_json(q, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 }
@@ -508,8 +509,7 @@ static enum MHD_Result handle_probes(struct request *q)
 /* An upper bound on the points an /api/v1/history answer would hold: every
  * series asked for (devices with history, probes) times the samples or
  * steps in the window. */
-static uint64_t history_points(const struct snapshot *s, const struct history_request *hr,
-			       size_t *ret_series)
+static uint64_t history_points(const struct snapshot *s, const struct history_request *hr, size_t *ret_series)
 {
 	uint64_t every = hr->step_usec > s->sample_interval_usec ? hr->step_usec : s->sample_interval_usec;
 	uint64_t per_series = every ? (hr->window_usec + every - 1) / every : hr->window_usec;
@@ -543,7 +543,8 @@ static enum MHD_Result handle_history(struct request *q)
 		r = http_parse_window(window, q->snap->history_usec, &hr.window_usec);
 		if (r == -ERANGE) {
 			return respond_error(q, MHD_HTTP_BAD_REQUEST,
-					     "window: '%.32s' is outside 1s .. %" PRIu64 "s (the configured history)",
+					     "window: '%.32s' is outside 1s .. %" PRIu64
+					     "s (the configured history)",
 					     window, q->snap->history_usec / USEC_PER_SEC);
 		}
 		if (r < 0) {
@@ -570,9 +571,11 @@ static enum MHD_Result handle_history(struct request *q)
 		/* a step that brings the answer under the limit */
 		uint64_t step_sec = series * hr.window_usec / q->h->max_history_points / USEC_PER_SEC + 1;
 
-		return respond_error(q, MHD_HTTP_BAD_REQUEST,
-				     "%" PRIu64 "s of %zu series is %" PRIu64 " points, more than max_history_points=%" PRIu64 " in one answer: ask for step=%" PRIu64 "s or more, or for one device=",
-				     hr.window_usec / USEC_PER_SEC, series, points, q->h->max_history_points, step_sec);
+		return respond_error(
+		    q, MHD_HTTP_BAD_REQUEST,
+		    "%" PRIu64 "s of %zu series is %" PRIu64 " points, more than max_history_points=%" PRIu64
+		    " in one answer: ask for step=%" PRIu64 "s or more, or for one device=",
+		    hr.window_usec / USEC_PER_SEC, series, points, q->h->max_history_points, step_sec);
 	}
 	return respond_json(q, MHD_HTTP_OK, render_json_history(q->snap, &hr));
 }
@@ -592,9 +595,10 @@ static enum MHD_Result handle_page(struct request *q)
 	}
 	not_modified = webpage_etag_matches(inm, a->etag);
 	gz = q->gzip_ok && a->gz && !not_modified;
-	resp = not_modified ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
-			    : MHD_create_response_from_buffer(gz ? a->gz_size : a->size,
-							      (void *)(gz ? a->gz : a->data), MHD_RESPMEM_PERSISTENT);
+	resp = not_modified
+		   ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+		   : MHD_create_response_from_buffer(gz ? a->gz_size : a->size,
+						     (void *)(gz ? a->gz : a->data), MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		return MHD_NO;
 	}
@@ -753,9 +757,9 @@ static enum MHD_Result dispatch(struct request *q, const char *url, const char *
 
 static char request_seen;
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *upload_data,
-				  size_t *upload_data_size, void **req_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
 {
 	struct http_server *h = cls;
 	struct request q = {.h = h, .c = c, .url = url};
@@ -814,7 +818,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	struct conn_track *t;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 
 		yield_to_probes();
 
@@ -964,26 +969,22 @@ static int start_daemon(struct http_server *h, const struct config *cfg, int fd)
 		flags |= MHD_USE_TLS;
 		tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
 						   (void *)web_config_cert_pem(h->web)};
-		tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-						   (void *)web_config_key_pem(h->web)};
+		tls[n++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)web_config_key_pem(h->web)};
 		if (web_config_tls_priorities(h->web)) {
 			tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
 							   (void *)web_config_tls_priorities(h->web)};
 		}
 		tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	}
-	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
-			     MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_THREAD_POOL_SIZE, http_threads(),
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-			     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
-			     MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec,
-			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_LIMIT,
-			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-			     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
-			     MHD_OPTION_ARRAY, tls,
-			     MHD_OPTION_END);
+	d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+	    http_threads(), MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)HTTP_CONNECTION_MEMORY_LIMIT, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 	if (!d) {
 		return -EIO;
 	}
@@ -1000,14 +1001,16 @@ static int take_activated_sockets(int *fds, size_t *ret_n)
 		return n;
 	}
 	if (n > HTTP_MAX_LISTEN) {
-		return log_error_errno(-E2BIG, "Socket activation passed %d sockets; at most %d are supported.", n,
+		return log_error_errno(-E2BIG,
+				       "Socket activation passed %d sockets; at most %d are supported.", n,
 				       HTTP_MAX_LISTEN);
 	}
 	for (int i = 0; i < n; i++) {
 		int fd = SD_LISTEN_FDS_START + i;
 
 		if (sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
-			return log_error_errno(-EINVAL, "Socket activation: fd %d is not a listening stream socket.", fd);
+			return log_error_errno(
+			    -EINVAL, "Socket activation: fd %d is not a listening stream socket.", fd);
 		}
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -1139,7 +1142,8 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	if (r < 0) {
 		return r;
 	}
-	r = sd_event_add_time_relative(event, &h->sweep, CLOCK_MONOTONIC, SWEEP_INTERVAL_USEC, 0, on_sweep, h);
+	r = sd_event_add_time_relative(event, &h->sweep, CLOCK_MONOTONIC, SWEEP_INTERVAL_USEC, 0, on_sweep,
+				       h);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to add the HTTP sweep timer: %m");
 	}

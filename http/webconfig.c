@@ -22,16 +22,16 @@
 #include "macro.h"
 
 #define WEB_CONFIG_MAX_SIZE (1u << 20)
-#define PEM_MAX_SIZE (1u << 20)
-#define AUTH_CACHE_SIZE 16
-#define SHA256_SIZE 32
-#define BCRYPT_HASH_LEN 60
+#define PEM_MAX_SIZE	    (1u << 20)
+#define AUTH_CACHE_SIZE	    16
+#define SHA256_SIZE	    32
+#define BCRYPT_HASH_LEN	    60
 
 struct web_config {
 	char *cert_pem;
 	char *key_pem;
 	char *tls_priorities;
-	struct web_header *users;     /* name, bcrypt hash */
+	struct web_header *users; /* name, bcrypt hash */
 	size_t n_users;
 	struct web_header *headers;
 	size_t n_headers;
@@ -135,8 +135,10 @@ static int for_each_pair(struct parser *p, const yaml_node_t *map, const char *w
 			const yaml_node_t *kb = node(p, b->key);
 
 			if (kb && kb->type == YAML_SCALAR_NODE &&
-			    strcmp((const char *)kb->data.scalar.value, (const char *)k->data.scalar.value) == 0) {
-				return fail(p, k, "duplicate key '%s' in %s", (const char *)k->data.scalar.value, what);
+			    strcmp((const char *)kb->data.scalar.value, (const char *)k->data.scalar.value) ==
+				0) {
+				return fail(p, k, "duplicate key '%s' in %s",
+					    (const char *)k->data.scalar.value, what);
 			}
 		}
 		r = fn(p, (const char *)k->data.scalar.value, k, v);
@@ -210,7 +212,8 @@ static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, c
 			return r;
 		}
 		if (*dst) {
-			return fail(p, k, "%s: the %s is given twice", key, key[0] == 'c' ? "certificate" : "key");
+			return fail(p, k, "%s: the %s is given twice", key,
+				    key[0] == 'c' ? "certificate" : "key");
 		}
 		if (!s[0]) {
 			return 0;
@@ -227,7 +230,9 @@ static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, c
 			return r;
 		}
 		if (s[0] && strcmp(s, "NoClientCert") != 0) {
-			return fail(p, v, "client_auth_type '%s' is not supported: iopsd does not verify client certificates (use basic_auth_users)",
+			return fail(p, v,
+				    "client_auth_type '%s' is not supported: iopsd does not verify client "
+				    "certificates (use basic_auth_users)",
 				    s);
 		}
 		return 0;
@@ -248,7 +253,9 @@ static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, c
 	if (strcmp(key, "prefer_server_cipher_suites") == 0) {
 		return get_bool(p, v, key, &b);
 	}
-	return fail(p, k, "unknown key '%s' in tls_server_config (known: cert_file, key_file, cert, key, client_auth_type, min_version, max_version)",
+	return fail(p, k,
+		    "unknown key '%s' in tls_server_config (known: cert_file, key_file, cert, key, "
+		    "client_auth_type, min_version, max_version)",
 		    key);
 }
 
@@ -279,8 +286,8 @@ static int on_header(struct parser *p, const char *key, const yaml_node_t *k, co
 {
 	/* the headers the exporter-toolkit allows to be set */
 	static const char *const allowed[] = {
-		"Strict-Transport-Security", "X-Content-Type-Options", "X-Frame-Options",
-		"X-XSS-Protection",          "Content-Security-Policy",
+	    "Strict-Transport-Security", "X-Content-Type-Options",  "X-Frame-Options",
+	    "X-XSS-Protection",		 "Content-Security-Policy",
 	};
 	struct web_config *wc = p->wc;
 	const char *value = NULL, *canonical = NULL;
@@ -292,8 +299,11 @@ static int on_header(struct parser *p, const char *key, const yaml_node_t *k, co
 		}
 	}
 	if (!canonical) {
-		return fail(p, k, "header '%s' may not be set (allowed: Strict-Transport-Security, X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, Content-Security-Policy)",
-			    key);
+		return fail(
+		    p, k,
+		    "header '%s' may not be set (allowed: Strict-Transport-Security, X-Content-Type-Options, "
+		    "X-Frame-Options, X-XSS-Protection, Content-Security-Policy)",
+		    key);
 	}
 	r = get_string(p, v, key, &value);
 	if (r < 0) {
@@ -325,7 +335,8 @@ static int on_http_key(struct parser *p, const char *key, const yaml_node_t *k, 
 static bool is_bcrypt_hash(const char *h)
 {
 	return strlen(h) == BCRYPT_HASH_LEN && h[0] == '$' && h[1] == '2' &&
-	       (h[2] == 'a' || h[2] == 'b' || h[2] == 'y') && h[3] == '$' && crypt_checksalt(h) == CRYPT_SALT_OK;
+	       (h[2] == 'a' || h[2] == 'b' || h[2] == 'y') && h[3] == '$' &&
+	       crypt_checksalt(h) == CRYPT_SALT_OK;
 }
 
 static int on_user(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
@@ -345,7 +356,9 @@ static int on_user(struct parser *p, const char *key, const yaml_node_t *k, cons
 		return r;
 	}
 	if (!is_bcrypt_hash(hash)) {
-		return fail(p, v, "basic_auth_users: the password of '%s' is not a bcrypt hash ($2y$..., as htpasswd -nbB makes)",
+		return fail(p, v,
+			    "basic_auth_users: the password of '%s' is not a bcrypt hash ($2y$..., as "
+			    "htpasswd -nbB makes)",
 			    key);
 	}
 	return append_pair(&wc->users, &wc->n_users, key, hash);
@@ -362,7 +375,8 @@ static int on_top_key(struct parser *p, const char *key, const yaml_node_t *k, c
 	if (strcmp(key, "basic_auth_users") == 0) {
 		return for_each_pair(p, v, "basic_auth_users", on_user);
 	}
-	return fail(p, k, "unknown key '%s' (known: tls_server_config, http_server_config, basic_auth_users)", key);
+	return fail(p, k, "unknown key '%s' (known: tls_server_config, http_server_config, basic_auth_users)",
+		    key);
 }
 
 static int check_tls(struct parser *p, const yaml_node_t *root)
@@ -374,7 +388,9 @@ static int check_tls(struct parser *p, const yaml_node_t *root)
 
 	if (!wc->cert_pem && !wc->key_pem) {
 		if (p->min_tls || p->max_tls) {
-			return fail(p, root, "tls_server_config: min_version/max_version without cert_file and key_file");
+			return fail(
+			    p, root,
+			    "tls_server_config: min_version/max_version without cert_file and key_file");
 		}
 		return 0;
 	}
@@ -389,7 +405,8 @@ static int check_tls(struct parser *p, const yaml_node_t *root)
 	r = gnutls_certificate_set_x509_key_mem2(cred, &cert, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
 	gnutls_certificate_free_credentials(cred);
 	if (r < 0) {
-		return fail(p, root, "tls_server_config: the certificate and key cannot be used: %s", gnutls_strerror(r));
+		return fail(p, root, "tls_server_config: the certificate and key cannot be used: %s",
+			    gnutls_strerror(r));
 	}
 
 	if (p->min_tls || p->max_tls) {

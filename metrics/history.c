@@ -33,7 +33,7 @@ struct device_ring {
 struct probe_ring {
 	char *name;
 	struct history_probe_point *points; /* n_slots */
-	size_t head;                        /* next write position */
+	size_t head;			    /* next write position */
 	size_t n;
 	uint64_t last_update_usec;
 };
@@ -244,9 +244,8 @@ static void rates_to_history(const struct device_state *d, struct history_rates 
 	r->at_limit = d->ceiling.is_at_limit ? 1.0f : 0.0f;
 	r->throttled = d->ceiling.is_throttled ? 1.0f : 0.0f;
 	r->saturated = d->ceiling.is_saturated ? 1.0f : 0.0f;
-	r->member_utilization = d->has_member_rates && d->member_rates.valid
-					? (float)d->member_rates.utilization
-					: NAN;
+	r->member_utilization =
+	    d->has_member_rates && d->member_rates.valid ? (float)d->member_rates.utilization : NAN;
 }
 
 int history_append(struct history *h, const struct sampler_snapshot *s)
@@ -320,8 +319,8 @@ static void bucket_emit(const struct bucket *b, struct history_point *p)
 	v[last] = b->n_member ? (float)(b->sum[last] / (double)b->n_member) : NAN;
 }
 
-int history_query(struct history *h, const char *device, uint64_t since_realtime_usec,
-		  uint64_t step_usec, struct history_point **ret, size_t *ret_n)
+int history_query(struct history *h, const char *device, uint64_t since_realtime_usec, uint64_t step_usec,
+		  struct history_point **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct history_point *out = NULL;
 	struct bucket b = {0};
@@ -460,8 +459,8 @@ static struct probe_ring *probe_ring_get_locked(struct history *h, const char *n
 	return p;
 }
 
-int history_probe_append(struct history *h, const char *probe, uint64_t realtime_usec,
-			 double p50_sec, double p99_sec, double iops)
+int history_probe_append(struct history *h, const char *probe, uint64_t realtime_usec, double p50_sec,
+			 double p99_sec, double iops)
 {
 	struct probe_ring *p;
 	int r = 0;
@@ -472,10 +471,10 @@ int history_probe_append(struct history *h, const char *probe, uint64_t realtime
 		r = -ENOMEM;
 	} else {
 		p->points[p->head] = (struct history_probe_point){
-			.realtime_usec = realtime_usec,
-			.p50_sec = (float)p50_sec,
-			.p99_sec = (float)p99_sec,
-			.iops = (float)iops,
+		    .realtime_usec = realtime_usec,
+		    .p50_sec = (float)p50_sec,
+		    .p99_sec = (float)p99_sec,
+		    .iops = (float)iops,
 		};
 		p->head = (p->head + 1) % h->n_slots;
 		if (p->n < h->n_slots) {
@@ -546,8 +545,7 @@ size_t history_memory_bytes(struct history *h)
 
 	pthread_mutex_lock(&h->lock);
 	bytes = sizeof(*h) + h->n_slots * sizeof(*h->timestamps) +
-		(size_t)h->max_devices * sizeof(*h->rings) +
-		HISTORY_MAX_PROBES * sizeof(*h->probes) +
+		(size_t)h->max_devices * sizeof(*h->rings) + HISTORY_MAX_PROBES * sizeof(*h->probes) +
 		h->n_rings * h->n_slots * sizeof(struct history_record) +
 		h->n_probes * h->n_slots * sizeof(struct history_probe_point) +
 		(h->index.mask + 1) * sizeof(size_t);

@@ -16,16 +16,16 @@
 
 /* The figures kept per device and sample (floats: the history stores many). */
 struct history_rates {
-	float read_iops, write_iops, discard_iops, flush_iops;  /* r/s w/s d/s f/s */
-	float read_bytes_per_sec, write_bytes_per_sec;          /* rkB/s*1024 wkB/s*1024 */
-	float read_await_sec, write_await_sec;                  /* r_await w_await /1000 */
-	float queue_depth;                                      /* aqu-sz */
-	float utilization;                                      /* %util/100, 0..1 */
+	float read_iops, write_iops, discard_iops, flush_iops; /* r/s w/s d/s f/s */
+	float read_bytes_per_sec, write_bytes_per_sec;	       /* rkB/s*1024 wkB/s*1024 */
+	float read_await_sec, write_await_sec;		       /* r_await w_await /1000 */
+	float queue_depth;				       /* aqu-sz */
+	float utilization;				       /* %util/100, 0..1 */
 	/* ceiling states of the sample, 1 or 0 (an averaged point: the share of
 	 * its samples), for the live page's shading */
-	float at_limit;                                         /* device_ceiling.is_at_limit */
-	float throttled;                                        /* .is_throttled */
-	float saturated;                                        /* .is_saturated */
+	float at_limit;		  /* device_ceiling.is_at_limit */
+	float throttled;	  /* .is_throttled */
+	float saturated;	  /* .is_saturated */
 	float member_utilization; /* md/dm: busiest member's (fio aggrutil); NAN otherwise */
 };
 
@@ -66,8 +66,8 @@ int history_append(struct history *h, const struct sampler_snapshot *s);
  * member_utilization is the mean of its non-NAN values). Returns 0 and a
  * newly allocated array (NULL when *ret_n is 0), -ENOENT for a device with no
  * history, -ENOMEM. */
-int history_query(struct history *h, const char *device, uint64_t since_realtime_usec,
-		  uint64_t step_usec, struct history_point **ret, size_t *ret_n);
+int history_query(struct history *h, const char *device, uint64_t since_realtime_usec, uint64_t step_usec,
+		  struct history_point **ret, size_t *ret_n);
 
 /* Names of the devices that have history, sorted; free with
  * history_names_free(). */
@@ -75,8 +75,8 @@ int history_devices(struct history *h, char ***ret, size_t *ret_n);
 void history_names_free(char **names, size_t n);
 
 /* Probe latency points, appended by the probe scheduler after each run. */
-int history_probe_append(struct history *h, const char *probe, uint64_t realtime_usec,
-			 double p50_sec, double p99_sec, double iops);
+int history_probe_append(struct history *h, const char *probe, uint64_t realtime_usec, double p50_sec,
+			 double p99_sec, double iops);
 int history_probe_query(struct history *h, const char *probe, uint64_t since_realtime_usec,
 			struct history_probe_point **ret, size_t *ret_n);
 

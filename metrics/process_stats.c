@@ -13,7 +13,7 @@
 #include "macro.h"
 #include "units.h"
 
-#define STAT_MAX_SIZE 4096
+#define STAT_MAX_SIZE	   4096
 #define PROC_STAT_MAX_SIZE (4u << 20)
 
 /* Field numbers of proc_pid_stat(5), counted from 1. */
@@ -114,8 +114,8 @@ static int read_self_stat(struct process_stats *ret, uint64_t *ret_start_ticks)
 	if (r < 0) {
 		return r;
 	}
-	return process_stats_parse_stat(buf, sysconf(_SC_CLK_TCK), page > 0 ? (uint64_t)page : 4096,
-					ret, ret_start_ticks);
+	return process_stats_parse_stat(buf, sysconf(_SC_CLK_TCK), page > 0 ? (uint64_t)page : 4096, ret,
+					ret_start_ticks);
 }
 
 int process_stats_start_time(double *ret_seconds)

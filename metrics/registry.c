@@ -21,7 +21,7 @@
 #include "timeutil.h"
 
 struct registry {
-	pthread_mutex_t lock;         /* guards probes[] (probe threads write) */
+	pthread_mutex_t lock; /* guards probes[] (probe threads write) */
 	struct probe_state *probes;
 	size_t n_probes;
 	struct sampler_snapshot *samples;
@@ -118,7 +118,7 @@ static void probe_states_free(struct probe_state *probes, size_t n)
 
 /* An immutable copy of probes[], shared by snapshots. */
 struct probe_block {
-	unsigned refcount;            /* atomic */
+	unsigned refcount; /* atomic */
 	size_t n;
 	struct probe_state probes[];
 };
@@ -493,8 +493,8 @@ int registry_publish(struct registry *r)
 		log_debug_errno(k, "Cannot read /proc/self: %m, omitting process_* metrics.");
 	}
 	s->process.start_time_seconds = r->process_start_time;
-	s->is_healthy = snapshot_check_health(s, s->monotonic_usec, s->health_reason,
-					      sizeof(s->health_reason));
+	s->is_healthy =
+	    snapshot_check_health(s, s->monotonic_usec, s->health_reason, sizeof(s->health_reason));
 
 	if (r->publish_hook) {
 		t0 = now_usec(CLOCK_MONOTONIC);

@@ -63,35 +63,35 @@ struct probe_state {
 	uint64_t failures_total;
 	struct probe_op_result total[_PROBE_OP_MAX]; /* since start: ops, bytes, errors, latency */
 	bool has_last;
-	struct probe_result last;     /* the last completed run */
+	struct probe_result last; /* the last completed run */
 	uint64_t last_run_realtime_usec;
 	uint64_t last_done_monotonic_usec; /* when the last run was recorded, 0 before */
 	uint64_t interval_usec;
-	uint64_t runtime_usec;        /* budget of one run, for the /healthz slack */
-	bool has_fsync;               /* fsync ops are part of the probe */
+	uint64_t runtime_usec; /* budget of one run, for the /healthz slack */
+	bool has_fsync;	       /* fsync ops are part of the probe */
 };
 
 /* Whether the probe performs `op` (and has figures for it to show). */
 bool probe_state_does_op(const struct probe_state *p, enum probe_op op);
 
 struct snapshot {
-	unsigned refcount;            /* atomic */
+	unsigned refcount; /* atomic */
 	uint64_t generation;
-	uint64_t realtime_usec;       /* when it was published */
+	uint64_t realtime_usec; /* when it was published */
 	uint64_t monotonic_usec;
 	uint64_t start_realtime_usec; /* when the registry was created */
 	uint64_t start_monotonic_usec;
 	uint64_t sample_interval_usec;
-	uint64_t history_usec;        /* configured history length */
+	uint64_t history_usec;		  /* configured history length */
 	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
-	uint64_t stale_after_usec;    /* /healthz: a snapshot older than this is unhealthy */
+	uint64_t stale_after_usec;	  /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
 	struct probe_state *probes;	  /* in probe_block */
 	size_t n_probes;
 	/* the registry's copies of probes[], shared by the snapshots published
 	 * while no probe changed */
 	struct probe_block *probe_block;
-	struct history *history;      /* borrowed, thread-safe; NULL without one */
+	struct history *history; /* borrowed, thread-safe; NULL without one */
 	struct process_stats process;
 	double last_render_seconds; /* how long the previous publish's hook took (the
 				     * /metrics pre-render), see registry_set_publish_hook() */
@@ -154,5 +154,4 @@ struct snapshot *registry_acquire(struct registry *r);
 /* Judge whether the sampler and every probe are on schedule at
  * `now_monotonic_usec`. Returns true, or false with a reason in `reason`.
  * Pure; used at publish time and by /healthz to catch a stale snapshot. */
-bool snapshot_check_health(const struct snapshot *s, uint64_t now_monotonic_usec, char *reason,
-			   size_t len);
+bool snapshot_check_health(const struct snapshot *s, uint64_t now_monotonic_usec, char *reason, size_t len);

@@ -131,23 +131,17 @@ json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char
 {
 	const struct sampler_snapshot *ss = s->samples;
 
-	return json_pack("{s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}",
-			 "version", IOPSD_VERSION,
-			 "hostname", str(s->hostname),
-			 "healthy", is_healthy,
-			 "health_reason", health_reason ? health_reason : "",
-			 "time", seconds(s->realtime_usec),
-			 "start_time", seconds(s->start_realtime_usec),
-			 "uptime_seconds", seconds(s->realtime_usec - s->start_realtime_usec),
-			 "generation", (json_int_t)s->generation,
-			 "sample_interval_seconds", seconds(s->sample_interval_usec),
-			 "history_seconds", seconds(s->history_usec),
-			 "last_sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
-			 "devices", (json_int_t)(ss ? ss->n_devices : 0),
-			 "probes", (json_int_t)s->n_probes,
-			 "throttled_devices", devices_where(ss, false),
-			 "saturated_devices", devices_where(ss, true),
-			 "pressure_io", pressure_json(ss));
+	return json_pack("{s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "version",
+			 IOPSD_VERSION, "hostname", str(s->hostname), "healthy", is_healthy, "health_reason",
+			 health_reason ? health_reason : "", "time", seconds(s->realtime_usec), "start_time",
+			 seconds(s->start_realtime_usec), "uptime_seconds",
+			 seconds(s->realtime_usec - s->start_realtime_usec), "generation",
+			 (json_int_t)s->generation, "sample_interval_seconds",
+			 seconds(s->sample_interval_usec), "history_seconds", seconds(s->history_usec),
+			 "last_sample_time", ss ? seconds(ss->realtime_usec) : json_null(), "devices",
+			 (json_int_t)(ss ? ss->n_devices : 0), "probes", (json_int_t)s->n_probes,
+			 "throttled_devices", devices_where(ss, false), "saturated_devices",
+			 devices_where(ss, true), "pressure_io", pressure_json(ss));
 }
 
 /* ---- /api/v1/devices ---- */
@@ -161,45 +155,30 @@ static json_t *rates_json(const struct device_rates *r, const struct diskstats_r
 	}
 	return json_pack("{s:o,s:{s:o,s:o,s:o,s:o,s:o},s:{s:o,s:o,s:o,s:o},s:{s:o,s:o},"
 			 "s:{s:o,s:o,s:o,s:o},s:o,s:o}",
-			 "interval_seconds", num(r->interval_sec),
-			 "iops",
-			 "read", num(r->read_iops),
-			 "write", num(r->write_iops),
-			 "discard", has_discard ? num(r->discard_iops) : json_null(),
-			 "flush", has_flush ? num(r->flush_iops) : json_null(),
-			 "total", num(r->read_iops + r->write_iops),
-			 "throughput_bytes_per_second",
-			 "read", num(r->read_bytes_per_sec),
-			 "write", num(r->write_bytes_per_sec),
-			 "discard", has_discard ? num(r->discard_bytes_per_sec) : json_null(),
-			 "total", num(r->read_bytes_per_sec + r->write_bytes_per_sec),
-			 "merges_per_second",
-			 "read", num(r->read_merges_per_sec),
-			 "write", num(r->write_merges_per_sec),
-			 "await_seconds",
-			 "read", num(r->read_await_sec),
-			 "write", num(r->write_await_sec),
-			 "discard", has_discard ? num(r->discard_await_sec) : json_null(),
-			 "flush", has_flush ? num(r->flush_await_sec) : json_null(),
-			 "queue_depth", num(r->queue_depth),
-			 "utilization", num(r->utilization));
+			 "interval_seconds", num(r->interval_sec), "iops", "read", num(r->read_iops), "write",
+			 num(r->write_iops), "discard", has_discard ? num(r->discard_iops) : json_null(),
+			 "flush", has_flush ? num(r->flush_iops) : json_null(), "total",
+			 num(r->read_iops + r->write_iops), "throughput_bytes_per_second", "read",
+			 num(r->read_bytes_per_sec), "write", num(r->write_bytes_per_sec), "discard",
+			 has_discard ? num(r->discard_bytes_per_sec) : json_null(), "total",
+			 num(r->read_bytes_per_sec + r->write_bytes_per_sec), "merges_per_second", "read",
+			 num(r->read_merges_per_sec), "write", num(r->write_merges_per_sec), "await_seconds",
+			 "read", num(r->read_await_sec), "write", num(r->write_await_sec), "discard",
+			 has_discard ? num(r->discard_await_sec) : json_null(), "flush",
+			 has_flush ? num(r->flush_await_sec) : json_null(), "queue_depth",
+			 num(r->queue_depth), "utilization", num(r->utilization));
 }
 
 static json_t *counters_json(const struct diskstats_raw *r)
 {
 	json_t *o;
 
-	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
-		      "reads_completed", count(r->reads),
-		      "reads_merged", count(r->reads_merged),
-		      "read_bytes", count(r->read_sectors * 512),
-		      "read_time_seconds", num((double)r->read_ms / 1000.0),
-		      "writes_completed", count(r->writes),
-		      "writes_merged", count(r->writes_merged),
-		      "written_bytes", count(r->write_sectors * 512),
-		      "write_time_seconds", num((double)r->write_ms / 1000.0),
-		      "io_now", count(r->in_flight),
-		      "io_time_seconds", num((double)r->io_ms / 1000.0),
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "reads_completed", count(r->reads),
+		      "reads_merged", count(r->reads_merged), "read_bytes", count(r->read_sectors * 512),
+		      "read_time_seconds", num((double)r->read_ms / 1000.0), "writes_completed",
+		      count(r->writes), "writes_merged", count(r->writes_merged), "written_bytes",
+		      count(r->write_sectors * 512), "write_time_seconds", num((double)r->write_ms / 1000.0),
+		      "io_now", count(r->in_flight), "io_time_seconds", num((double)r->io_ms / 1000.0),
 		      "io_time_weighted_seconds", num((double)r->weighted_ms / 1000.0));
 	if (o && r->n_fields >= 18 &&
 	    (json_object_set_new(o, "discards_completed", count(r->discards)) < 0 ||
@@ -220,19 +199,17 @@ static json_t *counters_json(const struct diskstats_raw *r)
 
 static json_t *limits_json(const struct device_ceiling *c)
 {
-	return json_pack("{s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o}}",
-			 "iops", c->iops_limit ? count(c->iops_limit) : json_null(),
-			 "throughput_bytes_per_second",
-			 c->throughput_limit ? count(c->throughput_limit) : json_null(),
-			 "iops_ratio", c->iops_limit ? num(c->iops_limit_ratio) : json_null(),
-			 "throughput_ratio", c->throughput_limit ? num(c->throughput_limit_ratio) : json_null(),
-			 "at_ceiling_seconds",
-			 "iops", c->iops_limit ? num(c->at_ceiling_iops_seconds) : json_null(),
-			 "throughput", c->throughput_limit ? num(c->at_ceiling_throughput_seconds) : json_null(),
-			 "ceiling_ratio",
-			 "iops", c->iops_ceiling_limit_ratio > 0 ? num(c->iops_ceiling_limit_ratio) : json_null(),
-			 "throughput", c->throughput_ceiling_limit_ratio > 0 ? num(c->throughput_ceiling_limit_ratio)
-										 : json_null());
+	return json_pack(
+	    "{s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o}}", "iops",
+	    c->iops_limit ? count(c->iops_limit) : json_null(), "throughput_bytes_per_second",
+	    c->throughput_limit ? count(c->throughput_limit) : json_null(), "iops_ratio",
+	    c->iops_limit ? num(c->iops_limit_ratio) : json_null(), "throughput_ratio",
+	    c->throughput_limit ? num(c->throughput_limit_ratio) : json_null(), "at_ceiling_seconds", "iops",
+	    c->iops_limit ? num(c->at_ceiling_iops_seconds) : json_null(), "throughput",
+	    c->throughput_limit ? num(c->at_ceiling_throughput_seconds) : json_null(), "ceiling_ratio",
+	    "iops", c->iops_ceiling_limit_ratio > 0 ? num(c->iops_ceiling_limit_ratio) : json_null(),
+	    "throughput",
+	    c->throughput_ceiling_limit_ratio > 0 ? num(c->throughput_ceiling_limit_ratio) : json_null());
 }
 
 /* md/dm: the members that hold the device (device_ceiling.held_by_mask). */
@@ -279,52 +256,41 @@ static json_t *learned_burst_json(const struct device_ceiling *c)
 	if (!c->has_learned_burst) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
-			 "iops_estimate", num(c->burst_iops_estimate),
-			 "base_iops_estimate", num(c->burst_base_iops_estimate),
-			 "credits_estimate", num(c->burst_credits_estimate),
-			 "duration_seconds", num(c->burst_duration_seconds),
-			 "exhausted_time", c->burst_exhausted_realtime_usec ? seconds(c->burst_exhausted_realtime_usec)
-									 : json_null());
+	return json_pack(
+	    "{s:o,s:o,s:o,s:o,s:o}", "iops_estimate", num(c->burst_iops_estimate), "base_iops_estimate",
+	    num(c->burst_base_iops_estimate), "credits_estimate", num(c->burst_credits_estimate),
+	    "duration_seconds", num(c->burst_duration_seconds), "exhausted_time",
+	    c->burst_exhausted_realtime_usec ? seconds(c->burst_exhausted_realtime_usec) : json_null());
 }
 
 static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o}",
-			 "throttled", c->is_throttled,
-			 "held_by", held_by_json(d),
-			 "saturated", c->is_saturated,
-			 "iops_estimate", num_or_null(c->iops_ceiling_estimate),
-			 "throughput_estimate_bytes_per_second", num_or_null(c->throughput_ceiling_estimate),
-			 "burst_balance_ratio", c->has_burst_model ? num(c->burst_balance_ratio) : json_null(),
-			 "burst", learned_burst_json(c));
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled, "held_by",
+			 held_by_json(d), "saturated", c->is_saturated, "iops_estimate",
+			 num_or_null(c->iops_ceiling_estimate), "throughput_estimate_bytes_per_second",
+			 num_or_null(c->throughput_ceiling_estimate), "burst_balance_ratio",
+			 c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst",
+			 learned_burst_json(c));
 }
 
 static json_t *device_json(const struct device_state *d)
 {
 	const struct device_topology *t = &d->topo;
 
-	return json_pack("{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
-			 "name", str(d->raw.name),
-			 "major", (json_int_t)d->raw.major,
-			 "minor", (json_int_t)d->raw.minor,
-			 "kind", device_kind_to_string(t->kind),
-			 "parent", str(t->parent),
-			 "members", list(t->members),
-			 "mountpoints", list(t->mountpoints),
-			 "model", str(t->model),
-			 "volume_id", t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(),
-			 "rotational", t->is_rotational,
-			 "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(),
-			 "logical_block_size", t->logical_block_size ? count(t->logical_block_size) : json_null(),
-			 "rates", rates_json(&d->rates, &d->raw),
-			 "member_rates", d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(),
-			 "limits", limits_json(&d->ceiling),
-			 "ceiling", ceiling_json(d),
-			 "md", md_json(d),
-			 "counters", counters_json(&d->raw));
+	return json_pack(
+	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
+	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
+	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", list(t->members),
+	    "mountpoints", list(t->mountpoints), "model", str(t->model), "volume_id",
+	    t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(), "rotational", t->is_rotational,
+	    "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
+	    t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",
+	    rates_json(&d->rates, &d->raw), "member_rates",
+	    d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(), "limits",
+	    limits_json(&d->ceiling), "ceiling", ceiling_json(d), "md", md_json(d), "counters",
+	    counters_json(&d->raw));
 }
 
 /* Ceilings shared by several devices (probes/shared_ceiling.h). */
@@ -335,11 +301,9 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 	for (size_t i = 0; a && ss && i < ss->n_shared; i++) {
 		const struct shared_ceiling_group *g = &ss->shared[i];
 
-		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b}",
-						       "devices", list(g->devices),
-						       "iops_estimate", num_or_null(g->iops_estimate),
-						       "iops", num(g->iops),
-						       "throttled", g->is_throttled)) < 0) {
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b}", "devices", list(g->devices),
+						       "iops_estimate", num_or_null(g->iops_estimate), "iops",
+						       num(g->iops), "throttled", g->is_throttled)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -356,18 +320,15 @@ static json_t *instance_json(const struct sampler_snapshot *ss)
 	if (!in || !in->is_declared) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:{s:o,s:o}}}",
-			 "devices", list(in->devices),
-			 "iops", num(in->iops),
-			 "throughput_bytes_per_second", num(in->bytes_per_sec),
-			 "limits",
-			 "iops", in->iops_limit ? count(in->iops_limit) : json_null(),
-			 "throughput_bytes_per_second", in->throughput_limit ? count(in->throughput_limit) : json_null(),
-			 "iops_ratio", in->iops_limit ? num(in->iops_limit_ratio) : json_null(),
-			 "throughput_ratio", in->throughput_limit ? num(in->throughput_limit_ratio) : json_null(),
-			 "at_ceiling_seconds",
-			 "iops", in->iops_limit ? num(in->at_ceiling_iops_seconds) : json_null(),
-			 "throughput", in->throughput_limit ? num(in->at_ceiling_throughput_seconds) : json_null());
+	return json_pack(
+	    "{s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:{s:o,s:o}}}", "devices", list(in->devices), "iops",
+	    num(in->iops), "throughput_bytes_per_second", num(in->bytes_per_sec), "limits", "iops",
+	    in->iops_limit ? count(in->iops_limit) : json_null(), "throughput_bytes_per_second",
+	    in->throughput_limit ? count(in->throughput_limit) : json_null(), "iops_ratio",
+	    in->iops_limit ? num(in->iops_limit_ratio) : json_null(), "throughput_ratio",
+	    in->throughput_limit ? num(in->throughput_limit_ratio) : json_null(), "at_ceiling_seconds",
+	    "iops", in->iops_limit ? num(in->at_ceiling_iops_seconds) : json_null(), "throughput",
+	    in->throughput_limit ? num(in->at_ceiling_throughput_seconds) : json_null());
 }
 
 json_t *render_json_devices(const struct snapshot *s, const char *device)
@@ -386,12 +347,9 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 			return NULL;
 		}
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o}",
-			 "time", seconds(s->realtime_usec),
-			 "sample_time", ss ? seconds(ss->realtime_usec) : json_null(),
-			 "devices", devices,
-			 "shared_ceilings", shared_json(ss),
-			 "instance", instance_json(ss));
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "time", seconds(s->realtime_usec), "sample_time",
+			 ss ? seconds(ss->realtime_usec) : json_null(), "devices", devices, "shared_ceilings",
+			 shared_json(ss), "instance", instance_json(ss));
 }
 
 /* ---- /api/v1/probes ---- */
@@ -401,14 +359,12 @@ static json_t *latency_json(const struct histogram *h)
 	if (h->count == 0) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
-			 "min", num((double)h->min_ns / 1e9),
-			 "mean", num(histogram_mean(h) / 1e9),
-			 "p50", num((double)histogram_percentile(h, 50) / 1e9),
-			 "p90", num((double)histogram_percentile(h, 90) / 1e9),
-			 "p99", num((double)histogram_percentile(h, 99) / 1e9),
-			 "p999", num((double)histogram_percentile(h, 99.9) / 1e9),
-			 "max", num((double)h->max_ns / 1e9));
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "min", num((double)h->min_ns / 1e9), "mean",
+			 num(histogram_mean(h) / 1e9), "p50", num((double)histogram_percentile(h, 50) / 1e9),
+			 "p90", num((double)histogram_percentile(h, 90) / 1e9), "p99",
+			 num((double)histogram_percentile(h, 99) / 1e9), "p999",
+			 num((double)histogram_percentile(h, 99.9) / 1e9), "max",
+			 num((double)h->max_ns / 1e9));
 }
 
 static uint64_t errors_sum(const struct probe_op_result *o)
@@ -432,18 +388,14 @@ static json_t *ops_json(const struct probe_state *p, const struct probe_op_resul
 			continue;
 		}
 		if (is_last) {
-			v = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}",
-				      "ops", count(ops[op].ops),
-				      "bytes", count(ops[op].bytes),
-				      "iops", num(ops[op].iops),
-				      "throughput_bytes_per_second", num(ops[op].bw_bytes),
-				      "errors", count(errors_sum(&ops[op])),
-				      "latency_seconds", latency_json(&ops[op].lat));
+			v = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "ops", count(ops[op].ops), "bytes",
+				      count(ops[op].bytes), "iops", num(ops[op].iops),
+				      "throughput_bytes_per_second", num(ops[op].bw_bytes), "errors",
+				      count(errors_sum(&ops[op])), "latency_seconds",
+				      latency_json(&ops[op].lat));
 		} else {
-			v = json_pack("{s:o,s:o,s:o,s:o}",
-				      "ops", count(ops[op].ops),
-				      "bytes", count(ops[op].bytes),
-				      "errors", count(errors_sum(&ops[op])),
+			v = json_pack("{s:o,s:o,s:o,s:o}", "ops", count(ops[op].ops), "bytes",
+				      count(ops[op].bytes), "errors", count(errors_sum(&ops[op])),
 				      "latency_seconds", latency_json(&ops[op].lat));
 		}
 		if (json_object_set_new(o, probe_op_to_string(op), v) < 0) {
@@ -461,13 +413,9 @@ static json_t *last_run_json(const struct probe_state *p)
 	if (!p->has_last) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}",
-			 "time", seconds(r->start_realtime_usec),
-			 "success", r->success,
-			 "error", str(r->message),
-			 "duration_seconds", seconds(r->runtime_usec),
-			 "ops", ops_json(p, r->op, true),
-			 "fio", probe_result_to_json(r));
+	return json_pack("{s:o,s:b,s:o,s:o,s:o,s:o}", "time", seconds(r->start_realtime_usec), "success",
+			 r->success, "error", str(r->message), "duration_seconds", seconds(r->runtime_usec),
+			 "ops", ops_json(p, r->op, true), "fio", probe_result_to_json(r));
 }
 
 /* The members of the device a probe's target is on (an md/dm array's),
@@ -481,17 +429,12 @@ static json_t *probe_members_json(const struct snapshot *s, const struct probe_s
 
 static json_t *probe_json(const struct snapshot *s, const struct probe_state *p)
 {
-	return json_pack("{s:o,s:o,s:o,s:o,s:s,s:o,s:I,s:I,s:o,s:o}",
-			 "name", str(p->name),
-			 "target", str(p->target),
-			 "device", str(p->device),
-			 "members", probe_members_json(s, p),
-			 "rw", probe_rw_to_string(p->rw),
-			 "interval_seconds", seconds(p->interval_usec),
-			 "runs_total", (json_int_t)p->runs_total,
-			 "failures_total", (json_int_t)p->failures_total,
-			 "last_run", last_run_json(p),
-			 "totals", ops_json(p, p->total, false));
+	return json_pack("{s:o,s:o,s:o,s:o,s:s,s:o,s:I,s:I,s:o,s:o}", "name", str(p->name), "target",
+			 str(p->target), "device", str(p->device), "members", probe_members_json(s, p), "rw",
+			 probe_rw_to_string(p->rw), "interval_seconds", seconds(p->interval_usec),
+			 "runs_total", (json_int_t)p->runs_total, "failures_total",
+			 (json_int_t)p->failures_total, "last_run", last_run_json(p), "totals",
+			 ops_json(p, p->total, false));
 }
 
 json_t *render_json_probes(const struct snapshot *s, const char *probe)
@@ -532,20 +475,20 @@ enum {
 };
 
 static const char *const column_names[_COL_MAX] = {
-	[COL_TIME] = "time",
-	[COL_IOPS] = "iops",
-	[COL_READ_IOPS] = "read_iops",
-	[COL_WRITE_IOPS] = "write_iops",
-	[COL_READ_BPS] = "read_bytes_per_second",
-	[COL_WRITE_BPS] = "write_bytes_per_second",
-	[COL_READ_AWAIT] = "read_await_seconds",
-	[COL_WRITE_AWAIT] = "write_await_seconds",
-	[COL_QUEUE_DEPTH] = "queue_depth",
-	[COL_UTILIZATION] = "utilization",
-	[COL_MEMBER_UTILIZATION] = "member_utilization",
-	[COL_AT_LIMIT] = "at_limit",
-	[COL_THROTTLED] = "throttled",
-	[COL_SATURATED] = "saturated",
+    [COL_TIME] = "time",
+    [COL_IOPS] = "iops",
+    [COL_READ_IOPS] = "read_iops",
+    [COL_WRITE_IOPS] = "write_iops",
+    [COL_READ_BPS] = "read_bytes_per_second",
+    [COL_WRITE_BPS] = "write_bytes_per_second",
+    [COL_READ_AWAIT] = "read_await_seconds",
+    [COL_WRITE_AWAIT] = "write_await_seconds",
+    [COL_QUEUE_DEPTH] = "queue_depth",
+    [COL_UTILIZATION] = "utilization",
+    [COL_MEMBER_UTILIZATION] = "member_utilization",
+    [COL_AT_LIMIT] = "at_limit",
+    [COL_THROTTLED] = "throttled",
+    [COL_SATURATED] = "saturated",
 };
 
 static json_t *column_value(const struct history_point *p, int col)
@@ -605,8 +548,7 @@ static json_t *device_series(const struct history_point *pts, size_t n)
 	return o;
 }
 
-static json_t *history_device_json(const struct snapshot *s, const char *name, uint64_t since,
-				   uint64_t step)
+static json_t *history_device_json(const struct snapshot *s, const char *name, uint64_t since, uint64_t step)
 {
 	const struct device_state *d = sampler_snapshot_find(s->samples, name);
 	struct history_point *pts = NULL;
@@ -620,12 +562,10 @@ static json_t *history_device_json(const struct snapshot *s, const char *name, u
 	}
 	series = device_series(pts, r < 0 ? 0 : n);
 	free(pts);
-	return json_pack("{s:o,s:o,s:o,s:o?,s:o}",
-			 "name", str(name),
-			 "limits", d ? limits_json(&d->ceiling) : json_null(),
-			 "ceiling", d ? ceiling_json(d) : json_null(),
-			 "kind", d ? json_string(device_kind_to_string(d->topo.kind)) : NULL,
-			 "series", series);
+	return json_pack("{s:o,s:o,s:o,s:o?,s:o}", "name", str(name), "limits",
+			 d ? limits_json(&d->ceiling) : json_null(), "ceiling",
+			 d ? ceiling_json(d) : json_null(), "kind",
+			 d ? json_string(device_kind_to_string(d->topo.kind)) : NULL, "series", series);
 }
 
 static json_t *probe_series(const struct history_probe_point *pts, size_t n)
@@ -640,7 +580,8 @@ static json_t *probe_series(const struct history_probe_point *pts, size_t n)
 			break;
 		}
 	}
-	return json_pack("{s:o,s:o,s:o,s:o}", "time", t, "p50_seconds", p50, "p99_seconds", p99, "iops", iops);
+	return json_pack("{s:o,s:o,s:o,s:o}", "time", t, "p50_seconds", p50, "p99_seconds", p99, "iops",
+			 iops);
 }
 
 static json_t *history_probe_json(const struct snapshot *s, const struct probe_state *p, uint64_t since)
@@ -656,11 +597,8 @@ static json_t *history_probe_json(const struct snapshot *s, const struct probe_s
 	}
 	series = probe_series(pts, r < 0 ? 0 : n);
 	free(pts);
-	return json_pack("{s:o,s:o,s:o,s:o}",
-			 "name", str(p->name),
-			 "target", str(p->target),
-			 "device", str(p->device),
-			 "series", series);
+	return json_pack("{s:o,s:o,s:o,s:o}", "name", str(p->name), "target", str(p->target), "device",
+			 str(p->device), "series", series);
 }
 
 json_t *render_json_history(const struct snapshot *s, const struct history_request *q)
@@ -674,7 +612,8 @@ json_t *render_json_history(const struct snapshot *s, const struct history_reque
 		goto fail;
 	}
 	if (s->history && q->device) {
-		if (json_array_append_new(devices, history_device_json(s, q->device, since, q->step_usec)) < 0) {
+		if (json_array_append_new(devices, history_device_json(s, q->device, since, q->step_usec)) <
+		    0) {
 			goto fail;
 		}
 	} else if (s->history) {
@@ -682,7 +621,8 @@ json_t *render_json_history(const struct snapshot *s, const struct history_reque
 			goto fail;
 		}
 		for (size_t i = 0; i < n_names; i++) {
-			if (json_array_append_new(devices, history_device_json(s, names[i], since, q->step_usec)) < 0) {
+			if (json_array_append_new(
+				devices, history_device_json(s, names[i], since, q->step_usec)) < 0) {
 				history_names_free(names, n_names);
 				goto fail;
 			}
@@ -697,12 +637,9 @@ json_t *render_json_history(const struct snapshot *s, const struct history_reque
 			goto fail;
 		}
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}",
-			 "time", seconds(s->realtime_usec),
-			 "from", seconds(since),
-			 "window_seconds", seconds(q->window_usec),
-			 "step_seconds", seconds(q->step_usec ? q->step_usec : s->sample_interval_usec),
-			 "devices", devices,
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "time", seconds(s->realtime_usec), "from",
+			 seconds(since), "window_seconds", seconds(q->window_usec), "step_seconds",
+			 seconds(q->step_usec ? q->step_usec : s->sample_interval_usec), "devices", devices,
 			 "probes", probes);
 fail:
 	json_decref(devices);

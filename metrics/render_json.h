@@ -11,10 +11,10 @@
 #include "registry.h"
 
 struct history_request {
-	uint64_t window_usec;   /* how far back from the snapshot's time */
-	uint64_t step_usec;     /* 0: every sample; else averaged buckets */
-	const char *device;     /* NULL: every device with history */
-	const char *probe;      /* NULL: every probe */
+	uint64_t window_usec; /* how far back from the snapshot's time */
+	uint64_t step_usec;   /* 0: every sample; else averaged buckets */
+	const char *device;   /* NULL: every device with history */
+	const char *probe;    /* NULL: every probe */
 };
 
 /* A JSON string of `s` (NULL: ""): valid UTF-8 unchanged, each invalid byte

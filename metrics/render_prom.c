@@ -120,10 +120,10 @@ void prom_format_le(char *buf, size_t len, double bound, enum metrics_format fmt
 static void family(struct writer *w, const char *name, enum family_type type, const char *help)
 {
 	static const char *const type_names[] = {
-		[FAMILY_COUNTER] = "counter",
-		[FAMILY_GAUGE] = "gauge",
-		[FAMILY_HISTOGRAM] = "histogram",
-		[FAMILY_SUMMARY] = "summary",
+	    [FAMILY_COUNTER] = "counter",
+	    [FAMILY_GAUGE] = "gauge",
+	    [FAMILY_HISTOGRAM] = "histogram",
+	    [FAMILY_SUMMARY] = "summary",
 	};
 	size_t n = strlen(name);
 
@@ -137,8 +137,8 @@ static void family(struct writer *w, const char *name, enum family_type type, co
 	fprintf(w->f, "\n# TYPE %.*s %s\n", (int)n, name, type_names[type]);
 }
 
-static void sample_text(struct writer *w, const char *name, const char *suffix,
-			const struct label *labels, size_t n_labels, const char *value)
+static void sample_text(struct writer *w, const char *name, const char *suffix, const struct label *labels,
+			size_t n_labels, const char *value)
 {
 	fputs(name, w->f);
 	fputs(suffix, w->f);
@@ -156,8 +156,7 @@ static void sample_text(struct writer *w, const char *name, const char *suffix,
 	fputc('\n', w->f);
 }
 
-static void sample(struct writer *w, const char *name, const struct label *labels, size_t n_labels,
-		   double v)
+static void sample(struct writer *w, const char *name, const struct label *labels, size_t n_labels, double v)
 {
 	char buf[64];
 
@@ -165,8 +164,8 @@ static void sample(struct writer *w, const char *name, const struct label *label
 	sample_text(w, name, "", labels, n_labels, buf);
 }
 
-static void sample_u64(struct writer *w, const char *name, const struct label *labels,
-		       size_t n_labels, uint64_t v)
+static void sample_u64(struct writer *w, const char *name, const struct label *labels, size_t n_labels,
+		       uint64_t v)
 {
 	char buf[32];
 
@@ -241,19 +240,22 @@ static void render_self(struct writer *w, const struct snapshot *s)
 	sample(w, "iopsd_healthy", NULL, 0, s->is_healthy ? 1 : 0);
 	family(w, "iopsd_snapshot_timestamp_seconds", FAMILY_GAUGE,
 	       "When the served snapshot was published, seconds since the epoch.");
-	sample(w, "iopsd_snapshot_timestamp_seconds", NULL, 0, (double)s->realtime_usec / (double)USEC_PER_SEC);
+	sample(w, "iopsd_snapshot_timestamp_seconds", NULL, 0,
+	       (double)s->realtime_usec / (double)USEC_PER_SEC);
 	family(w, "iopsd_snapshot_publishes_total", FAMILY_COUNTER, "Snapshots published since start.");
 	sample_u64(w, "iopsd_snapshot_publishes_total", NULL, 0, s->generation);
 	family(w, "iopsd_snapshot_render_seconds", FAMILY_GAUGE,
 	       "Time the previous publish took to pre-render the /metrics bodies scraped lately.");
 	sample(w, "iopsd_snapshot_render_seconds", NULL, 0, s->last_render_seconds);
-	family(w, "iopsd_start_time_seconds", FAMILY_GAUGE, "When the daemon started, seconds since the epoch.");
+	family(w, "iopsd_start_time_seconds", FAMILY_GAUGE,
+	       "When the daemon started, seconds since the epoch.");
 	sample(w, "iopsd_start_time_seconds", NULL, 0, (double)s->start_realtime_usec / (double)USEC_PER_SEC);
 
 	if (!p->available) {
 		return;
 	}
-	family(w, "process_cpu_seconds_total", FAMILY_COUNTER, "CPU time (user and system) the daemon used, in seconds.");
+	family(w, "process_cpu_seconds_total", FAMILY_COUNTER,
+	       "CPU time (user and system) the daemon used, in seconds.");
 	sample(w, "process_cpu_seconds_total", NULL, 0, p->cpu_seconds);
 	family(w, "process_max_fds", FAMILY_GAUGE, "The limit on open file descriptors (RLIMIT_NOFILE).");
 	sample_u64(w, "process_max_fds", NULL, 0, p->max_fds);
@@ -264,7 +266,8 @@ static void render_self(struct writer *w, const struct snapshot *s)
 	family(w, "process_start_time_seconds", FAMILY_GAUGE,
 	       "When the process started, seconds since the epoch.");
 	sample(w, "process_start_time_seconds", NULL, 0, p->start_time_seconds);
-	family(w, "process_virtual_memory_bytes", FAMILY_GAUGE, "Virtual memory size of the daemon in bytes.");
+	family(w, "process_virtual_memory_bytes", FAMILY_GAUGE,
+	       "Virtual memory size of the daemon in bytes.");
 	sample_u64(w, "process_virtual_memory_bytes", NULL, 0, p->virtual_memory_bytes);
 }
 
@@ -275,7 +278,8 @@ static void render_sampler(struct writer *w, const struct sampler_snapshot *ss)
 	}
 	family(w, "iopsd_sample_timestamp_seconds", FAMILY_GAUGE,
 	       "When the latest /proc/diskstats sample was taken, seconds since the epoch.");
-	sample(w, "iopsd_sample_timestamp_seconds", NULL, 0, (double)ss->realtime_usec / (double)USEC_PER_SEC);
+	sample(w, "iopsd_sample_timestamp_seconds", NULL, 0,
+	       (double)ss->realtime_usec / (double)USEC_PER_SEC);
 	family(w, "iopsd_diskstats_parse_errors_total", FAMILY_COUNTER,
 	       "Malformed /proc/diskstats lines skipped since start.");
 	sample_u64(w, "iopsd_diskstats_parse_errors_total", NULL, 0, ss->parse_errors_total);
@@ -284,8 +288,9 @@ static void render_sampler(struct writer *w, const struct sampler_snapshot *ss)
 		       "Time in seconds that some tasks were stalled on I/O (/proc/pressure/io some).");
 		sample(w, "iopsd_pressure_io_waiting_seconds_total", NULL, 0,
 		       (double)ss->pressure.some_total_usec / (double)USEC_PER_SEC);
-		family(w, "iopsd_pressure_io_stalled_seconds_total", FAMILY_COUNTER,
-		       "Time in seconds that all non-idle tasks were stalled on I/O (/proc/pressure/io full).");
+		family(
+		    w, "iopsd_pressure_io_stalled_seconds_total", FAMILY_COUNTER,
+		    "Time in seconds that all non-idle tasks were stalled on I/O (/proc/pressure/io full).");
 		sample(w, "iopsd_pressure_io_stalled_seconds_total", NULL, 0,
 		       (double)ss->pressure.full_total_usec / (double)USEC_PER_SEC);
 	}
@@ -294,8 +299,7 @@ static void render_sampler(struct writer *w, const struct sampler_snapshot *ss)
 /* ---- devices ---- */
 
 struct device_family;
-typedef void (*device_emit_fn)(struct writer *w, const struct device_family *f,
-			       const struct device_state *d);
+typedef void (*device_emit_fn)(struct writer *w, const struct device_family *f, const struct device_state *d);
 
 /* One figure of struct device_rates, exported with label op=`op` (no label
  * when op is ""), for devices whose diskstats have at least min_fields. */
@@ -320,32 +324,35 @@ struct device_family {
 };
 
 #define RAW(field) offsetof(struct diskstats_raw, field)
-#define RATE(op, field, min_fields) {op, offsetof(struct device_rates, field), min_fields}
+#define RATE(op, field, min_fields)                                                                          \
+	{                                                                                                    \
+		op, offsetof(struct device_rates, field), min_fields                                         \
+	}
 
 static const struct rate_column iops_columns[] = {
-	RATE("read", read_iops, 0),
-	RATE("write", write_iops, 0),
-	RATE("discard", discard_iops, 18),
-	RATE("flush", flush_iops, 20),
-	{NULL, 0, 0},
+    RATE("read", read_iops, 0),
+    RATE("write", write_iops, 0),
+    RATE("discard", discard_iops, 18),
+    RATE("flush", flush_iops, 20),
+    {NULL, 0, 0},
 };
 static const struct rate_column throughput_columns[] = {
-	RATE("read", read_bytes_per_sec, 0),
-	RATE("write", write_bytes_per_sec, 0),
-	RATE("discard", discard_bytes_per_sec, 18),
-	{NULL, 0, 0},
+    RATE("read", read_bytes_per_sec, 0),
+    RATE("write", write_bytes_per_sec, 0),
+    RATE("discard", discard_bytes_per_sec, 18),
+    {NULL, 0, 0},
 };
 static const struct rate_column merges_columns[] = {
-	RATE("read", read_merges_per_sec, 0),
-	RATE("write", write_merges_per_sec, 0),
-	{NULL, 0, 0},
+    RATE("read", read_merges_per_sec, 0),
+    RATE("write", write_merges_per_sec, 0),
+    {NULL, 0, 0},
 };
 static const struct rate_column await_columns[] = {
-	RATE("read", read_await_sec, 0),
-	RATE("write", write_await_sec, 0),
-	RATE("discard", discard_await_sec, 18),
-	RATE("flush", flush_await_sec, 20),
-	{NULL, 0, 0},
+    RATE("read", read_await_sec, 0),
+    RATE("write", write_await_sec, 0),
+    RATE("discard", discard_await_sec, 18),
+    RATE("flush", flush_await_sec, 20),
+    {NULL, 0, 0},
 };
 static const struct rate_column queue_depth_column[] = {RATE("", queue_depth, 0), {NULL, 0, 0}};
 static const struct rate_column utilization_column[] = {RATE("", utilization, 0), {NULL, 0, 0}};
@@ -410,11 +417,11 @@ static void emit_info(struct writer *w, const struct device_family *f, const str
 	const struct device_topology *t = &d->topo;
 	bool has_volume_id = t->volume_id && t->volume_id[0];
 	struct label l[] = {
-		{"device", d->raw.name},
-		{"kind", device_kind_to_string(t->kind)},
-		{"members", t->members ? t->members : ""},
-		{"mountpoint", t->mountpoints ? t->mountpoints : ""},
-		{"volume_id", has_volume_id ? t->volume_id : ""},
+	    {"device", d->raw.name},
+	    {"kind", device_kind_to_string(t->kind)},
+	    {"members", t->members ? t->members : ""},
+	    {"mountpoint", t->mountpoints ? t->mountpoints : ""},
+	    {"volume_id", has_volume_id ? t->volume_id : ""},
 	};
 
 	sample(w, f->name, l, ELEMENTSOF(l) - (has_volume_id ? 0 : 1), 1);
@@ -475,7 +482,8 @@ static void emit_limit_ratio(struct writer *w, const struct device_family *f, co
 
 /* The ceiling found over the limit declared, where there are both (a burst
  * model's limit of the moment does not count). */
-static void emit_ceiling_limit_ratio(struct writer *w, const struct device_family *f, const struct device_state *d)
+static void emit_ceiling_limit_ratio(struct writer *w, const struct device_family *f,
+				     const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
@@ -518,10 +526,12 @@ static void emit_learned_burst(struct writer *w, const struct device_family *f, 
 	sample_device(w, f->name, d, v);
 }
 
-static void emit_burst_exhausted(struct writer *w, const struct device_family *f, const struct device_state *d)
+static void emit_burst_exhausted(struct writer *w, const struct device_family *f,
+				 const struct device_state *d)
 {
 	if (d->ceiling.has_learned_burst && d->ceiling.burst_exhausted_realtime_usec > 0) {
-		sample_device(w, f->name, d, (double)d->ceiling.burst_exhausted_realtime_usec / (double)USEC_PER_SEC);
+		sample_device(w, f->name, d,
+			      (double)d->ceiling.burst_exhausted_realtime_usec / (double)USEC_PER_SEC);
 	}
 }
 
@@ -565,118 +575,126 @@ static void emit_member_failed(struct writer *w, const struct device_family *f, 
 }
 
 static const struct device_family device_families[] = {
-	{"iopsd_device_info", FAMILY_GAUGE,
-	 "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where its serial is an EBS volume id, volume_id.",
-	 emit_info},
-	{"iopsd_device_size_bytes", FAMILY_GAUGE, "Size of the device in bytes.", emit_size},
-	/* /proc/diskstats, named after node_exporter's node_disk_* */
-	{"iopsd_device_reads_completed_total", FAMILY_COUNTER, "Reads completed (diskstats field 1).",
-	 emit_raw, RAW(reads), 1, 1, 0},
-	{"iopsd_device_reads_merged_total", FAMILY_COUNTER, "Adjacent reads merged before issue (diskstats field 2).",
-	 emit_raw, RAW(reads_merged), 1, 1, 0},
-	{"iopsd_device_read_bytes_total", FAMILY_COUNTER, "Bytes read (diskstats field 3, 512-byte sectors).",
-	 emit_raw, RAW(read_sectors), 512, 1, 0},
-	{"iopsd_device_read_time_seconds_total", FAMILY_COUNTER, "Seconds spent by all reads (diskstats field 4).",
-	 emit_raw, RAW(read_ms), 1, 1000, 0},
-	{"iopsd_device_writes_completed_total", FAMILY_COUNTER, "Writes completed (diskstats field 5).",
-	 emit_raw, RAW(writes), 1, 1, 0},
-	{"iopsd_device_writes_merged_total", FAMILY_COUNTER, "Adjacent writes merged before issue (diskstats field 6).",
-	 emit_raw, RAW(writes_merged), 1, 1, 0},
-	{"iopsd_device_written_bytes_total", FAMILY_COUNTER, "Bytes written (diskstats field 7, 512-byte sectors).",
-	 emit_raw, RAW(write_sectors), 512, 1, 0},
-	{"iopsd_device_write_time_seconds_total", FAMILY_COUNTER, "Seconds spent by all writes (diskstats field 8).",
-	 emit_raw, RAW(write_ms), 1, 1000, 0},
-	{"iopsd_device_io_now", FAMILY_GAUGE, "I/Os in flight when the sample was taken (diskstats field 9).",
-	 emit_raw, RAW(in_flight), 1, 1, 0},
-	{"iopsd_device_io_time_seconds_total", FAMILY_COUNTER, "Seconds the device had I/O in flight (diskstats field 10).",
-	 emit_raw, RAW(io_ms), 1, 1000, 0},
-	{"iopsd_device_io_time_weighted_seconds_total", FAMILY_COUNTER, "Seconds spent doing I/O weighted by the number in flight (diskstats field 11).",
-	 emit_raw, RAW(weighted_ms), 1, 1000, 0},
-	{"iopsd_device_discards_completed_total", FAMILY_COUNTER, "Discards completed (diskstats field 12).",
-	 emit_raw, RAW(discards), 1, 1, 18},
-	{"iopsd_device_discards_merged_total", FAMILY_COUNTER, "Adjacent discards merged before issue (diskstats field 13).",
-	 emit_raw, RAW(discards_merged), 1, 1, 18},
-	{"iopsd_device_discarded_bytes_total", FAMILY_COUNTER, "Bytes discarded (diskstats field 14, 512-byte sectors).",
-	 emit_raw, RAW(discard_sectors), 512, 1, 18},
-	{"iopsd_device_discard_time_seconds_total", FAMILY_COUNTER, "Seconds spent by all discards (diskstats field 15).",
-	 emit_raw, RAW(discard_ms), 1, 1000, 18},
-	{"iopsd_device_flush_requests_total", FAMILY_COUNTER, "Flush requests completed (diskstats field 16).",
-	 emit_raw, RAW(flushes), 1, 1, 20},
-	{"iopsd_device_flush_requests_time_seconds_total", FAMILY_COUNTER, "Seconds spent by all flush requests (diskstats field 17).",
-	 emit_raw, RAW(flush_ms), 1, 1000, 20},
-	/* iostat -x over the last sample interval */
-	{"iopsd_device_iops", FAMILY_GAUGE,
-	 "Completed I/O operations per second over the last sample interval (iostat r/s, w/s, d/s, f/s).",
-	 emit_rates, .columns = iops_columns},
-	{"iopsd_device_throughput_bytes_per_second", FAMILY_GAUGE,
-	 "Bytes per second over the last sample interval (iostat rkB/s, wkB/s, dkB/s in bytes).",
-	 emit_rates, .columns = throughput_columns},
-	{"iopsd_device_merges_per_second", FAMILY_GAUGE,
-	 "Requests merged per second over the last sample interval (iostat rrqm/s, wrqm/s).",
-	 emit_rates, .columns = merges_columns},
-	{"iopsd_device_await_seconds", FAMILY_GAUGE,
-	 "Average time from issue to completion of the requests completed in the last sample interval (iostat r_await, w_await, in seconds).",
-	 emit_rates, .columns = await_columns},
-	{"iopsd_device_queue_depth", FAMILY_GAUGE,
-	 "Average number of requests in flight over the last sample interval (iostat aqu-sz).",
-	 emit_rates, .columns = queue_depth_column},
-	{"iopsd_device_utilization_ratio", FAMILY_GAUGE,
-	 "Fraction of the last sample interval the device had I/O in flight (iostat %util / 100).",
-	 emit_rates, .columns = utilization_column},
-	{"iopsd_device_member_utilization_ratio", FAMILY_GAUGE,
-	 "md/dm devices: the highest utilization among the members over the last sample interval.",
-	 emit_member_utilization},
-	/* ceilings */
-	{"iopsd_device_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the device (iops_limit).",
-	 emit_ceiling_limit, CEILING(iops_limit)},
-	{"iopsd_device_throughput_limit_bytes", FAMILY_GAUGE,
-	 "Declared throughput limit of the device in bytes per second (throughput_limit).",
-	 emit_ceiling_limit, CEILING(throughput_limit)},
-	{"iopsd_device_limit_ratio", FAMILY_GAUGE,
-	 "Observed rate over the declared limit in the last sample interval.", emit_limit_ratio},
-	{"iopsd_device_at_ceiling_seconds_total", FAMILY_COUNTER,
-	 "Seconds the device ran at its declared limit (ratio at or above ceiling_threshold).",
-	 emit_at_ceiling},
-	{"iopsd_device_burst_balance_ratio", FAMILY_GAUGE,
-	 "Modelled burst credit balance, 0 (empty) to 1 (full), for devices with a burst model (declared, or learned from a burst seen to run out).",
-	 emit_burst_balance},
-	{"iopsd_device_burst_iops_estimate", FAMILY_GAUGE,
-	 "IOPS of the last burst iopsd saw run out under the same demand (learned, declared model or not).",
-	 emit_learned_burst, CEILING(burst_iops_estimate)},
-	{"iopsd_device_burst_base_iops_estimate", FAMILY_GAUGE,
-	 "IOPS the device settled to when that burst ran out: its base rate, at which credits come back.",
-	 emit_learned_burst, CEILING(burst_base_iops_estimate)},
-	{"iopsd_device_burst_credits_estimate", FAMILY_GAUGE,
-	 "Size of the learned burst bucket in I/Os over the base: (burst - base) x the burst's length.",
-	 emit_learned_burst, CEILING(burst_credits_estimate)},
-	{"iopsd_device_burst_duration_seconds", FAMILY_GAUGE,
-	 "How long the last burst lasted, from the start of the demand to running out.",
-	 emit_learned_burst, CEILING(burst_duration_seconds)},
-	{"iopsd_device_burst_exhausted_timestamp_seconds", FAMILY_GAUGE,
-	 "When the last burst ran out, seconds since the epoch.", emit_burst_exhausted},
-	{"iopsd_device_throttled", FAMILY_GAUGE,
-	 "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), else 0.",
-	 emit_ceiling_flag, CEILING(is_throttled)},
-	{"iopsd_device_held_by", FAMILY_GAUGE,
-	 "md/dm devices: 1 while the member is throttled and so holds the array to its pace (the array is throttled then too), else 0.",
-	 emit_held_by},
-	{"iopsd_device_md_degraded", FAMILY_GAUGE,
-	 "md arrays: members the array runs without, missing or failed (md's degraded; on RAID0 and linear the failed members, at least 1 once the array is broken).",
-	 emit_md_degraded},
-	{"iopsd_device_member_failed", FAMILY_GAUGE,
-	 "md arrays: 1 for a member md marked faulty, else 0.", emit_member_failed},
-	{"iopsd_device_saturated", FAMILY_GAUGE,
-	 "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
-	 CEILING(is_saturated)},
-	{"iopsd_device_iops_ceiling_estimate", FAMILY_GAUGE,
-	 "IOPS at which the device was seen to hit a ceiling; 0 when none was detected.",
-	 emit_ceiling_gauge, CEILING(iops_ceiling_estimate)},
-	{"iopsd_device_throughput_ceiling_estimate_bytes_per_second", FAMILY_GAUGE,
-	 "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was detected.",
-	 emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
-	{"iopsd_device_ceiling_limit_ratio", FAMILY_GAUGE,
-	 "The ceiling iopsd found over the declared limit: about 1 when the volume delivers what was provisioned, well below 1 when a lower ceiling holds it.",
-	 emit_ceiling_limit_ratio},
+    {"iopsd_device_info", FAMILY_GAUGE,
+     "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where "
+     "its serial is an EBS volume id, volume_id.",
+     emit_info},
+    {"iopsd_device_size_bytes", FAMILY_GAUGE, "Size of the device in bytes.", emit_size},
+    /* /proc/diskstats, named after node_exporter's node_disk_* */
+    {"iopsd_device_reads_completed_total", FAMILY_COUNTER, "Reads completed (diskstats field 1).", emit_raw,
+     RAW(reads), 1, 1, 0},
+    {"iopsd_device_reads_merged_total", FAMILY_COUNTER,
+     "Adjacent reads merged before issue (diskstats field 2).", emit_raw, RAW(reads_merged), 1, 1, 0},
+    {"iopsd_device_read_bytes_total", FAMILY_COUNTER, "Bytes read (diskstats field 3, 512-byte sectors).",
+     emit_raw, RAW(read_sectors), 512, 1, 0},
+    {"iopsd_device_read_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all reads (diskstats field 4).", emit_raw, RAW(read_ms), 1, 1000, 0},
+    {"iopsd_device_writes_completed_total", FAMILY_COUNTER, "Writes completed (diskstats field 5).", emit_raw,
+     RAW(writes), 1, 1, 0},
+    {"iopsd_device_writes_merged_total", FAMILY_COUNTER,
+     "Adjacent writes merged before issue (diskstats field 6).", emit_raw, RAW(writes_merged), 1, 1, 0},
+    {"iopsd_device_written_bytes_total", FAMILY_COUNTER,
+     "Bytes written (diskstats field 7, 512-byte sectors).", emit_raw, RAW(write_sectors), 512, 1, 0},
+    {"iopsd_device_write_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all writes (diskstats field 8).", emit_raw, RAW(write_ms), 1, 1000, 0},
+    {"iopsd_device_io_now", FAMILY_GAUGE, "I/Os in flight when the sample was taken (diskstats field 9).",
+     emit_raw, RAW(in_flight), 1, 1, 0},
+    {"iopsd_device_io_time_seconds_total", FAMILY_COUNTER,
+     "Seconds the device had I/O in flight (diskstats field 10).", emit_raw, RAW(io_ms), 1, 1000, 0},
+    {"iopsd_device_io_time_weighted_seconds_total", FAMILY_COUNTER,
+     "Seconds spent doing I/O weighted by the number in flight (diskstats field 11).", emit_raw,
+     RAW(weighted_ms), 1, 1000, 0},
+    {"iopsd_device_discards_completed_total", FAMILY_COUNTER, "Discards completed (diskstats field 12).",
+     emit_raw, RAW(discards), 1, 1, 18},
+    {"iopsd_device_discards_merged_total", FAMILY_COUNTER,
+     "Adjacent discards merged before issue (diskstats field 13).", emit_raw, RAW(discards_merged), 1, 1, 18},
+    {"iopsd_device_discarded_bytes_total", FAMILY_COUNTER,
+     "Bytes discarded (diskstats field 14, 512-byte sectors).", emit_raw, RAW(discard_sectors), 512, 1, 18},
+    {"iopsd_device_discard_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all discards (diskstats field 15).", emit_raw, RAW(discard_ms), 1, 1000, 18},
+    {"iopsd_device_flush_requests_total", FAMILY_COUNTER, "Flush requests completed (diskstats field 16).",
+     emit_raw, RAW(flushes), 1, 1, 20},
+    {"iopsd_device_flush_requests_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all flush requests (diskstats field 17).", emit_raw, RAW(flush_ms), 1, 1000, 20},
+    /* iostat -x over the last sample interval */
+    {"iopsd_device_iops", FAMILY_GAUGE,
+     "Completed I/O operations per second over the last sample interval (iostat r/s, w/s, d/s, f/s).",
+     emit_rates, .columns = iops_columns},
+    {"iopsd_device_throughput_bytes_per_second", FAMILY_GAUGE,
+     "Bytes per second over the last sample interval (iostat rkB/s, wkB/s, dkB/s in bytes).", emit_rates,
+     .columns = throughput_columns},
+    {"iopsd_device_merges_per_second", FAMILY_GAUGE,
+     "Requests merged per second over the last sample interval (iostat rrqm/s, wrqm/s).", emit_rates,
+     .columns = merges_columns},
+    {"iopsd_device_await_seconds", FAMILY_GAUGE,
+     "Average time from issue to completion of the requests completed in the last sample interval (iostat "
+     "r_await, w_await, in seconds).",
+     emit_rates, .columns = await_columns},
+    {"iopsd_device_queue_depth", FAMILY_GAUGE,
+     "Average number of requests in flight over the last sample interval (iostat aqu-sz).", emit_rates,
+     .columns = queue_depth_column},
+    {"iopsd_device_utilization_ratio", FAMILY_GAUGE,
+     "Fraction of the last sample interval the device had I/O in flight (iostat %util / 100).", emit_rates,
+     .columns = utilization_column},
+    {"iopsd_device_member_utilization_ratio", FAMILY_GAUGE,
+     "md/dm devices: the highest utilization among the members over the last sample interval.",
+     emit_member_utilization},
+    /* ceilings */
+    {"iopsd_device_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the device (iops_limit).",
+     emit_ceiling_limit, CEILING(iops_limit)},
+    {"iopsd_device_throughput_limit_bytes", FAMILY_GAUGE,
+     "Declared throughput limit of the device in bytes per second (throughput_limit).", emit_ceiling_limit,
+     CEILING(throughput_limit)},
+    {"iopsd_device_limit_ratio", FAMILY_GAUGE,
+     "Observed rate over the declared limit in the last sample interval.", emit_limit_ratio},
+    {"iopsd_device_at_ceiling_seconds_total", FAMILY_COUNTER,
+     "Seconds the device ran at its declared limit (ratio at or above ceiling_threshold).", emit_at_ceiling},
+    {"iopsd_device_burst_balance_ratio", FAMILY_GAUGE,
+     "Modelled burst credit balance, 0 (empty) to 1 (full), for devices with a burst model (declared, or "
+     "learned from a burst seen to run out).",
+     emit_burst_balance},
+    {"iopsd_device_burst_iops_estimate", FAMILY_GAUGE,
+     "IOPS of the last burst iopsd saw run out under the same demand (learned, declared model or not).",
+     emit_learned_burst, CEILING(burst_iops_estimate)},
+    {"iopsd_device_burst_base_iops_estimate", FAMILY_GAUGE,
+     "IOPS the device settled to when that burst ran out: its base rate, at which credits come back.",
+     emit_learned_burst, CEILING(burst_base_iops_estimate)},
+    {"iopsd_device_burst_credits_estimate", FAMILY_GAUGE,
+     "Size of the learned burst bucket in I/Os over the base: (burst - base) x the burst's length.",
+     emit_learned_burst, CEILING(burst_credits_estimate)},
+    {"iopsd_device_burst_duration_seconds", FAMILY_GAUGE,
+     "How long the last burst lasted, from the start of the demand to running out.", emit_learned_burst,
+     CEILING(burst_duration_seconds)},
+    {"iopsd_device_burst_exhausted_timestamp_seconds", FAMILY_GAUGE,
+     "When the last burst ran out, seconds since the epoch.", emit_burst_exhausted},
+    {"iopsd_device_throttled", FAMILY_GAUGE,
+     "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), "
+     "else 0.",
+     emit_ceiling_flag, CEILING(is_throttled)},
+    {"iopsd_device_held_by", FAMILY_GAUGE,
+     "md/dm devices: 1 while the member is throttled and so holds the array to its pace (the array is "
+     "throttled then too), else 0.",
+     emit_held_by},
+    {"iopsd_device_md_degraded", FAMILY_GAUGE,
+     "md arrays: members the array runs without, missing or failed (md's degraded; on RAID0 and linear the "
+     "failed members, at least 1 once the array is broken).",
+     emit_md_degraded},
+    {"iopsd_device_member_failed", FAMILY_GAUGE, "md arrays: 1 for a member md marked faulty, else 0.",
+     emit_member_failed},
+    {"iopsd_device_saturated", FAMILY_GAUGE,
+     "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
+     CEILING(is_saturated)},
+    {"iopsd_device_iops_ceiling_estimate", FAMILY_GAUGE,
+     "IOPS at which the device was seen to hit a ceiling; 0 when none was detected.", emit_ceiling_gauge,
+     CEILING(iops_ceiling_estimate)},
+    {"iopsd_device_throughput_ceiling_estimate_bytes_per_second", FAMILY_GAUGE,
+     "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was "
+     "detected.",
+     emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
+    {"iopsd_device_ceiling_limit_ratio", FAMILY_GAUGE,
+     "The ceiling iopsd found over the declared limit: about 1 when the volume delivers what was "
+     "provisioned, well below 1 when a lower ceiling holds it.",
+     emit_ceiling_limit_ratio},
 };
 
 static void render_devices(struct writer *w, const struct sampler_snapshot *ss)
@@ -702,10 +720,12 @@ static void render_shared(struct writer *w, const struct sampler_snapshot *ss)
 		const char *name;
 		const char *help;
 	} families[] = {
-		{"iopsd_shared_ceiling_iops_estimate",
-		 "IOPS at which the sum of several devices was seen flat while each sat below its own cap (an instance or group limit nobody declared)."},
-		{"iopsd_shared_ceiling_iops", "The devices' IOPS summed over the last sample interval."},
-		{"iopsd_shared_ceiling_throttled", "1 while that sum is held at the shared ceiling with requests waiting, else 0."},
+	    {"iopsd_shared_ceiling_iops_estimate",
+	     "IOPS at which the sum of several devices was seen flat while each sat below its own cap (an "
+	     "instance or group limit nobody declared)."},
+	    {"iopsd_shared_ceiling_iops", "The devices' IOPS summed over the last sample interval."},
+	    {"iopsd_shared_ceiling_throttled",
+	     "1 while that sum is held at the shared ceiling with requests waiting, else 0."},
 	};
 
 	if (!ss || ss->n_shared == 0) {
@@ -742,18 +762,21 @@ static void render_instance(struct writer *w, const struct sampler_snapshot *ss)
 	}
 	family(w, "iopsd_instance_info", FAMILY_GAUGE, "Always 1; the volumes the [instance] limits count.");
 	sample(w, "iopsd_instance_info", &l, 1, 1);
-	family(w, "iopsd_instance_iops", FAMILY_GAUGE, "Those volumes' IOPS summed over the last sample interval.");
+	family(w, "iopsd_instance_iops", FAMILY_GAUGE,
+	       "Those volumes' IOPS summed over the last sample interval.");
 	sample(w, "iopsd_instance_iops", NULL, 0, in->iops);
 	family(w, "iopsd_instance_throughput_bytes_per_second", FAMILY_GAUGE,
 	       "Those volumes' throughput summed over the last sample interval, in bytes per second.");
 	sample(w, "iopsd_instance_throughput_bytes_per_second", NULL, 0, in->bytes_per_sec);
 	if (in->iops_limit > 0) {
-		family(w, "iopsd_instance_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the instance ([instance] iops_limit).");
+		family(w, "iopsd_instance_iops_limit", FAMILY_GAUGE,
+		       "Declared IOPS limit of the instance ([instance] iops_limit).");
 		sample_u64(w, "iopsd_instance_iops_limit", NULL, 0, in->iops_limit);
 	}
 	if (in->throughput_limit > 0) {
 		family(w, "iopsd_instance_throughput_limit_bytes", FAMILY_GAUGE,
-		       "Declared throughput limit of the instance in bytes per second ([instance] throughput_limit).");
+		       "Declared throughput limit of the instance in bytes per second ([instance] "
+		       "throughput_limit).");
 		sample_u64(w, "iopsd_instance_throughput_limit_bytes", NULL, 0, in->throughput_limit);
 	}
 	if (in->iops_limit == 0 && in->throughput_limit == 0) {
@@ -768,12 +791,15 @@ static void render_instance(struct writer *w, const struct sampler_snapshot *ss)
 		sample_resource(w, "iopsd_instance_limit_ratio", "throughput", in->throughput_limit_ratio);
 	}
 	family(w, "iopsd_instance_at_ceiling_seconds_total", FAMILY_COUNTER,
-	       "Seconds the volumes together ran at the instance's declared limit (ratio at or above ceiling_threshold).");
+	       "Seconds the volumes together ran at the instance's declared limit (ratio at or above "
+	       "ceiling_threshold).");
 	if (in->iops_limit > 0) {
-		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "iops", in->at_ceiling_iops_seconds);
+		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "iops",
+				in->at_ceiling_iops_seconds);
 	}
 	if (in->throughput_limit > 0) {
-		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "throughput", in->at_ceiling_throughput_seconds);
+		sample_resource(w, "iopsd_instance_at_ceiling_seconds_total", "throughput",
+				in->at_ceiling_throughput_seconds);
 	}
 }
 
@@ -837,23 +863,26 @@ static const struct {
 	enum family_type type;
 	const char *help;
 } ebs_families[] = {
-	[EBS_VOLUME_EXCEEDED_IOPS] = {"iopsd_ebs_volume_performance_exceeded_iops_seconds_total", FAMILY_COUNTER,
-				      "Time the volume's IOPS demand exceeded its provisioned IOPS (EBS log page 0xD0)."},
-	[EBS_VOLUME_EXCEEDED_THROUGHPUT] = {"iopsd_ebs_volume_performance_exceeded_throughput_seconds_total",
-					    FAMILY_COUNTER,
-					    "Time the volume's throughput demand exceeded its provisioned throughput."},
-	[EBS_INSTANCE_EXCEEDED_IOPS] = {"iopsd_ebs_instance_performance_exceeded_iops_seconds_total",
-					FAMILY_COUNTER,
-					"Time IOPS demand exceeded the instance's maximum EBS IOPS."},
-	[EBS_INSTANCE_EXCEEDED_THROUGHPUT] = {"iopsd_ebs_instance_performance_exceeded_throughput_seconds_total",
-					      FAMILY_COUNTER,
-					      "Time throughput demand exceeded the instance's maximum EBS throughput."},
-	[EBS_QUEUE_LENGTH] = {"iopsd_ebs_volume_queue_length", FAMILY_GAUGE,
-			      "I/O operations waiting at the volume, as EBS saw it when last read."},
-	[EBS_OPS] = {"iopsd_ebs_volume_ops_total", FAMILY_COUNTER, "Operations the volume completed, as EBS counts them."},
-	[EBS_BYTES] = {"iopsd_ebs_volume_bytes_total", FAMILY_COUNTER, "Bytes the volume transferred, as EBS counts them."},
-	[EBS_LATENCY] = {"iopsd_ebs_volume_latency_seconds", FAMILY_HISTOGRAM,
-			 "Latency of completed operations as EBS measured it, with the volume's own buckets."},
+    [EBS_VOLUME_EXCEEDED_IOPS] =
+	{"iopsd_ebs_volume_performance_exceeded_iops_seconds_total", FAMILY_COUNTER,
+	 "Time the volume's IOPS demand exceeded its provisioned IOPS (EBS log page 0xD0)."},
+    [EBS_VOLUME_EXCEEDED_THROUGHPUT] =
+	{"iopsd_ebs_volume_performance_exceeded_throughput_seconds_total", FAMILY_COUNTER,
+	 "Time the volume's throughput demand exceeded its provisioned throughput."},
+    [EBS_INSTANCE_EXCEEDED_IOPS] = {"iopsd_ebs_instance_performance_exceeded_iops_seconds_total",
+				    FAMILY_COUNTER,
+				    "Time IOPS demand exceeded the instance's maximum EBS IOPS."},
+    [EBS_INSTANCE_EXCEEDED_THROUGHPUT] =
+	{"iopsd_ebs_instance_performance_exceeded_throughput_seconds_total", FAMILY_COUNTER,
+	 "Time throughput demand exceeded the instance's maximum EBS throughput."},
+    [EBS_QUEUE_LENGTH] = {"iopsd_ebs_volume_queue_length", FAMILY_GAUGE,
+			  "I/O operations waiting at the volume, as EBS saw it when last read."},
+    [EBS_OPS] = {"iopsd_ebs_volume_ops_total", FAMILY_COUNTER,
+		 "Operations the volume completed, as EBS counts them."},
+    [EBS_BYTES] = {"iopsd_ebs_volume_bytes_total", FAMILY_COUNTER,
+		   "Bytes the volume transferred, as EBS counts them."},
+    [EBS_LATENCY] = {"iopsd_ebs_volume_latency_seconds", FAMILY_HISTOGRAM,
+		     "Latency of completed operations as EBS measured it, with the volume's own buckets."},
 };
 
 /* Every EBS volume found says whether its page was read, and why not
@@ -872,7 +901,8 @@ static size_t render_ebs_readable(struct writer *w, const struct sampler_snapsho
 		const struct ebs_nvme_volume *v = &ss->ebs[j];
 		const char *errname = v->error ? strerrorname_np(-v->error) : NULL;
 		char reason[32] = "other";
-		struct label l[] = {{"device", v->device}, {"volume_id", v->volume_id}, {"reason", reason}, {0}};
+		struct label l[] = {
+		    {"device", v->device}, {"volume_id", v->volume_id}, {"reason", reason}, {0}};
 
 		if (v->error == 0) {
 			sample(w, name, l, 2, 1);
@@ -898,7 +928,8 @@ static void render_ebs(struct writer *w, const struct sampler_snapshot *ss)
 		for (size_t j = 0; j < ss->n_ebs; j++) {
 			const struct ebs_nvme_volume *v = &ss->ebs[j];
 			const struct ebs_nvme_stats *st = &v->stats;
-			struct label l[] = {{"device", v->device}, {"volume_id", v->volume_id}, {"op", "read"}, {0}};
+			struct label l[] = {
+			    {"device", v->device}, {"volume_id", v->volume_id}, {"op", "read"}, {0}};
 			const char *name = ebs_families[i].name;
 
 			if (v->error) {
@@ -932,7 +963,8 @@ static void render_ebs(struct writer *w, const struct sampler_snapshot *ss)
 				sample_u64(w, name, l, 3, st->write_bytes);
 				break;
 			case EBS_LATENCY:
-				sample_ebs_histogram(w, name, l, 3, &st->read_latency, st->read_ops, st->read_time_usec);
+				sample_ebs_histogram(w, name, l, 3, &st->read_latency, st->read_ops,
+						     st->read_time_usec);
 				l[2].value = "write";
 				l[3] = (struct label){0};
 				sample_ebs_histogram(w, name, l, 3, &st->write_latency, st->write_ops,
@@ -960,20 +992,20 @@ struct probe_family {
 };
 
 #define PROBE_STATE(field) .offset = offsetof(struct probe_state, field)
-#define OP_RESULT(field) .offset = offsetof(struct probe_op_result, field)
+#define OP_RESULT(field)   .offset = offsetof(struct probe_op_result, field)
 
 /* The ops a probe performs, in order. */
-#define FOREACH_PROBE_OP(op, p)                                                \
-	for (enum probe_op op = 0; op < _PROBE_OP_MAX; op++)                   \
+#define FOREACH_PROBE_OP(op, p)                                                                              \
+	for (enum probe_op op = 0; op < _PROBE_OP_MAX; op++)                                                 \
 		if (probe_state_does_op((p), op))
 
 static void emit_probe_info(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
 	struct label l[] = {
-		{"probe", p->name},
-		{"target", p->target},
-		{"device", p->device},
-		{"rw", probe_rw_to_string(p->rw)},
+	    {"probe", p->name},
+	    {"target", p->target},
+	    {"device", p->device},
+	    {"rw", probe_rw_to_string(p->rw)},
 	};
 
 	sample(w, f->name, l, ELEMENTSOF(l), 1);
@@ -991,8 +1023,10 @@ static void emit_probe_counter(struct writer *w, const struct probe_family *f, c
 /* A counter of each op since start. */
 static void emit_op_total(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
-	FOREACH_PROBE_OP(op, p) {
-		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
+	FOREACH_PROBE_OP(op, p)
+	{
+		struct label l[] = {
+		    {"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 		uint64_t v;
 
 		if (f->data_only && op == PROBE_OP_FSYNC) {
@@ -1005,13 +1039,14 @@ static void emit_op_total(struct writer *w, const struct probe_family *f, const 
 
 static void emit_errors(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
-	FOREACH_PROBE_OP(op, p) {
+	FOREACH_PROBE_OP(op, p)
+	{
 		for (enum probe_error_reason r = 0; r < _PROBE_ERR_MAX; r++) {
 			struct label l[] = {
-				{"probe", p->name},
-				{"target", p->target},
-				{"op", probe_op_to_string(op)},
-				{"reason", probe_error_reason_to_string(r)},
+			    {"probe", p->name},
+			    {"target", p->target},
+			    {"op", probe_op_to_string(op)},
+			    {"reason", probe_error_reason_to_string(r)},
 			};
 
 			sample_u64(w, f->name, l, 4, p->total[op].errors[r]);
@@ -1021,8 +1056,10 @@ static void emit_errors(struct writer *w, const struct probe_family *f, const st
 
 static void emit_latency(struct writer *w, const struct probe_family *f, const struct probe_state *p)
 {
-	FOREACH_PROBE_OP(op, p) {
-		struct label l[4] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
+	FOREACH_PROBE_OP(op, p)
+	{
+		struct label l[4] = {
+		    {"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 
 		sample_latency_histogram(w, f->name, l, 3, &p->total[op].lat);
 	}
@@ -1034,8 +1071,10 @@ static void emit_last_op_rate(struct writer *w, const struct probe_family *f, co
 	if (!p->has_last) {
 		return;
 	}
-	FOREACH_PROBE_OP(op, p) {
-		struct label l[] = {{"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
+	FOREACH_PROBE_OP(op, p)
+	{
+		struct label l[] = {
+		    {"probe", p->name}, {"target", p->target}, {"op", probe_op_to_string(op)}};
 		double v;
 
 		if (f->data_only && op == PROBE_OP_FSYNC) {
@@ -1055,20 +1094,22 @@ static void emit_quantiles(struct writer *w, const struct probe_family *f, const
 		double percentile;
 	} quantiles[] = {{"0.5", 50}, {"0.9", 90}, {"0.99", 99}, {"0.999", 99.9}};
 
-	FOREACH_PROBE_OP(op, p) {
+	FOREACH_PROBE_OP(op, p)
+	{
 		const struct histogram *last = &p->last.op[op].lat, *total = &p->total[op].lat;
 		struct label l[] = {
-			{"probe", p->name},
-			{"target", p->target},
-			{"op", probe_op_to_string(op)},
-			{"quantile", NULL},
+		    {"probe", p->name},
+		    {"target", p->target},
+		    {"op", probe_op_to_string(op)},
+		    {"quantile", NULL},
 		};
 		char buf[64];
 
 		for (size_t i = 0; p->has_last && last->count > 0 && i < ELEMENTSOF(quantiles); i++) {
 			l[3].value = quantiles[i].label;
 			sample(w, f->name, l, 4,
-			       (double)histogram_percentile(last, quantiles[i].percentile) / (double)NSEC_PER_SEC);
+			       (double)histogram_percentile(last, quantiles[i].percentile) /
+				   (double)NSEC_PER_SEC);
 		}
 		prom_format_value(buf, sizeof(buf), (double)total->sum_ns / (double)NSEC_PER_SEC);
 		sample_text(w, f->name, "_sum", l, 3, buf);
@@ -1105,30 +1146,30 @@ static void emit_last_duration(struct writer *w, const struct probe_family *f, c
 }
 
 static const struct probe_family probe_families[] = {
-	{"iopsd_probe_info", FAMILY_GAUGE, "Always 1; the probe's device and fio rw mode.", emit_probe_info},
-	{"iopsd_probe_runs_total", FAMILY_COUNTER, "Completed runs of the probe.", emit_probe_counter,
-	 PROBE_STATE(runs_total)},
-	{"iopsd_probe_failures_total", FAMILY_COUNTER, "Runs of the probe that ended with an error.",
-	 emit_probe_counter, PROBE_STATE(failures_total)},
-	{"iopsd_probe_ops_total", FAMILY_COUNTER, "I/O operations completed by the probe.", emit_op_total,
-	 OP_RESULT(ops)},
-	{"iopsd_probe_bytes_total", FAMILY_COUNTER, "Bytes transferred by the probe.", emit_op_total,
-	 OP_RESULT(bytes), .data_only = true},
-	{"iopsd_probe_errors_total", FAMILY_COUNTER, "I/O errors seen by the probe, by reason.", emit_errors},
-	{"iopsd_probe_latency_seconds", FAMILY_HISTOGRAM,
-	 "Completion latency of the probe's I/O (submit to reap), O_DIRECT, since start.", emit_latency},
-	{"iopsd_probe_iops", FAMILY_GAUGE, "Operations per second in the last run.",
-	 emit_last_op_rate, OP_RESULT(iops)},
-	{"iopsd_probe_throughput_bytes_per_second", FAMILY_GAUGE, "Bytes per second in the last run.",
-	 emit_last_op_rate, OP_RESULT(bw_bytes), .data_only = true},
-	{"iopsd_probe_latency_quantile_seconds", FAMILY_SUMMARY,
-	 "Completion latency quantiles of the last run; _sum and _count since start.", emit_quantiles},
-	{"iopsd_probe_success", FAMILY_GAUGE, "1 when the last run completed its budget without error, else 0.",
-	 emit_success},
-	{"iopsd_probe_last_run_timestamp_seconds", FAMILY_GAUGE, "When the last run started, seconds since the epoch.",
-	 emit_last_run},
-	{"iopsd_probe_last_run_duration_seconds", FAMILY_GAUGE, "Wall time of the last run's I/O phase.",
-	 emit_last_duration},
+    {"iopsd_probe_info", FAMILY_GAUGE, "Always 1; the probe's device and fio rw mode.", emit_probe_info},
+    {"iopsd_probe_runs_total", FAMILY_COUNTER, "Completed runs of the probe.", emit_probe_counter,
+     PROBE_STATE(runs_total)},
+    {"iopsd_probe_failures_total", FAMILY_COUNTER, "Runs of the probe that ended with an error.",
+     emit_probe_counter, PROBE_STATE(failures_total)},
+    {"iopsd_probe_ops_total", FAMILY_COUNTER, "I/O operations completed by the probe.", emit_op_total,
+     OP_RESULT(ops)},
+    {"iopsd_probe_bytes_total", FAMILY_COUNTER, "Bytes transferred by the probe.", emit_op_total,
+     OP_RESULT(bytes), .data_only = true},
+    {"iopsd_probe_errors_total", FAMILY_COUNTER, "I/O errors seen by the probe, by reason.", emit_errors},
+    {"iopsd_probe_latency_seconds", FAMILY_HISTOGRAM,
+     "Completion latency of the probe's I/O (submit to reap), O_DIRECT, since start.", emit_latency},
+    {"iopsd_probe_iops", FAMILY_GAUGE, "Operations per second in the last run.", emit_last_op_rate,
+     OP_RESULT(iops)},
+    {"iopsd_probe_throughput_bytes_per_second", FAMILY_GAUGE, "Bytes per second in the last run.",
+     emit_last_op_rate, OP_RESULT(bw_bytes), .data_only = true},
+    {"iopsd_probe_latency_quantile_seconds", FAMILY_SUMMARY,
+     "Completion latency quantiles of the last run; _sum and _count since start.", emit_quantiles},
+    {"iopsd_probe_success", FAMILY_GAUGE, "1 when the last run completed its budget without error, else 0.",
+     emit_success},
+    {"iopsd_probe_last_run_timestamp_seconds", FAMILY_GAUGE,
+     "When the last run started, seconds since the epoch.", emit_last_run},
+    {"iopsd_probe_last_run_duration_seconds", FAMILY_GAUGE, "Wall time of the last run's I/O phase.",
+     emit_last_duration},
 };
 
 static void render_probes(struct writer *w, const struct snapshot *s)

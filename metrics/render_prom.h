@@ -14,7 +14,7 @@ enum metrics_format {
 	_METRICS_FORMAT_MAX,
 };
 
-#define PROMETHEUS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define PROMETHEUS_CONTENT_TYPE	 "text/plain; version=0.0.4; charset=utf-8"
 #define OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 const char *metrics_format_content_type(enum metrics_format fmt);

@@ -10,13 +10,13 @@
 void burst_params_default(struct burst_params *ret)
 {
 	*ret = (struct burst_params){
-		.drop_ratio = 0.2,
-		.settle_samples = 5,
-		.settle_tolerance = 0.02,
-		.min_burst_samples = 10,
-		.calm_samples = 3,
-		.give_up_samples = 30,
-		.size_tolerance = 0.25,
+	    .drop_ratio = 0.2,
+	    .settle_samples = 5,
+	    .settle_tolerance = 0.02,
+	    .min_burst_samples = 10,
+	    .calm_samples = 3,
+	    .give_up_samples = 30,
+	    .size_tolerance = 0.25,
 	};
 }
 
@@ -166,16 +166,16 @@ static void learn(struct burst_tracker *bt, double base, double base_bytes, uint
 		credits = fmax(credits, m->credits);
 	}
 	*m = (struct burst_model){
-		.is_known = true,
-		.burst_iops = high,
-		.base_iops = base,
-		.base_bytes_per_sec = base_bytes,
-		.credits = credits,
-		.balance = 0.0,
-		.duration_sec = duration,
-		.exhausted_usec = now_usec > (uint64_t)((since - partial) * 1e6)
-					  ? now_usec - (uint64_t)llround((since - partial) * 1e6)
-					  : 0,
+	    .is_known = true,
+	    .burst_iops = high,
+	    .base_iops = base,
+	    .base_bytes_per_sec = base_bytes,
+	    .credits = credits,
+	    .balance = 0.0,
+	    .duration_sec = duration,
+	    .exhausted_usec = now_usec > (uint64_t)((since - partial) * 1e6)
+				  ? now_usec - (uint64_t)llround((since - partial) * 1e6)
+				  : 0,
 	};
 	bt->is_done = true;
 }
@@ -213,8 +213,8 @@ static bool follow_first_phase(struct burst_tracker *bt, const struct burst_para
 	return false;
 }
 
-bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p, const struct burst_sample *s,
-			  uint64_t now_usec)
+bool burst_tracker_update(struct burst_tracker *bt, const struct burst_params *p,
+			  const struct burst_sample *s, uint64_t now_usec)
 {
 	run_bucket(&bt->model, s);
 	push_recent(bt, s);

@@ -13,20 +13,20 @@
 void ceiling_params_default(struct ceiling_params *ret)
 {
 	*ret = (struct ceiling_params){
-		.window = 20,
-		.plateau_tolerance = 0.015,
-		.plateau_slack_ios = 2.5,
-		.plateau_fraction = 0.8,
-		.member_plateau_fraction = 0.3,
-		.max_outliers = 3,
-		.outlier_fraction = 0.0,
-		.member_outlier_fraction = 0.25,
-		.min_queue = 0.9,
-		.min_utilization = 0.8,
-		.min_iops = 10.0,
-		.contradict_factor = 1.10,
-		.contradict_samples = 3,
-		.saturation = 0.95,
+	    .window = 20,
+	    .plateau_tolerance = 0.015,
+	    .plateau_slack_ios = 2.5,
+	    .plateau_fraction = 0.8,
+	    .member_plateau_fraction = 0.3,
+	    .max_outliers = 3,
+	    .outlier_fraction = 0.0,
+	    .member_outlier_fraction = 0.25,
+	    .min_queue = 0.9,
+	    .min_utilization = 0.8,
+	    .min_iops = 10.0,
+	    .contradict_factor = 1.10,
+	    .contradict_samples = 3,
+	    .saturation = 0.95,
 	};
 	burst_params_default(&ret->burst);
 }
@@ -189,7 +189,8 @@ const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st
 	return i < st->n ? recent(st, i) : NULL;
 }
 
-bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p, double *ret_level)
+bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p,
+				double *ret_level)
 {
 	bool latest_in_band;
 
@@ -246,7 +247,8 @@ static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling
 	if (ret->iops_limit == 0) {
 		/* No fixed limit: the limit now is the burst rate while
 		 * credits last, the baseline once they are spent. */
-		ret->iops_limit = st->burst_balance >= 1.0 ? dc->burst_iops : (uint64_t)llround(dc->credit_rate);
+		ret->iops_limit =
+		    st->burst_balance >= 1.0 ? dc->burst_iops : (uint64_t)llround(dc->credit_rate);
 	}
 }
 
@@ -283,12 +285,12 @@ static const struct ceiling_sample *push_sample(struct ceiling_state *st, const 
 	}
 	s = &st->ring[st->head];
 	*s = (struct ceiling_sample){
-		.interval_sec = r->interval_sec,
-		.iops = r->read_iops + r->write_iops,
-		.bytes_per_sec = r->read_bytes_per_sec + r->write_bytes_per_sec,
-		.queue_depth = r->queue_depth,
-		.utilization = r->utilization,
-		.own_ops = st->pending_own_ops,
+	    .interval_sec = r->interval_sec,
+	    .iops = r->read_iops + r->write_iops,
+	    .bytes_per_sec = r->read_bytes_per_sec + r->write_bytes_per_sec,
+	    .queue_depth = r->queue_depth,
+	    .utilization = r->utilization,
+	    .own_ops = st->pending_own_ops,
 	};
 	st->pending_own_ops = 0.0;
 	st->head = (st->head + 1) % CEILING_WINDOW_MAX;
@@ -314,7 +316,8 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 
 	if (burst_tracker_update(&st->burst, &p->burst, &bs, st->now_usec)) {
 		st->iops = (struct ceiling_detector){.estimate = m->base_iops, .is_active = true};
-		st->throughput = (struct ceiling_detector){.estimate = m->base_bytes_per_sec, .is_active = true};
+		st->throughput =
+		    (struct ceiling_detector){.estimate = m->base_bytes_per_sec, .is_active = true};
 		if (st->peak_iops >= 0.8 * m->burst_iops) {
 			/* the highest plateau was the burst */
 			st->peak_iops = m->base_iops;
@@ -336,7 +339,8 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 	detect(st, p, RESOURCE_THROUGHPUT);
 }
 
-static void fill_burst(const struct ceiling_state *st, const struct device_config *dc, struct device_ceiling *ret)
+static void fill_burst(const struct ceiling_state *st, const struct device_config *dc,
+		       struct device_ceiling *ret)
 {
 	const struct burst_model *m = &st->burst.model;
 
@@ -363,10 +367,10 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	const struct ceiling_sample *s;
 
 	*ret = (struct device_ceiling){
-		.iops_limit = dc ? dc->iops_limit : 0,
-		.throughput_limit = dc ? dc->throughput_limit : 0,
-		.iops_limit_ratio = NAN,
-		.throughput_limit_ratio = NAN,
+	    .iops_limit = dc ? dc->iops_limit : 0,
+	    .throughput_limit = dc ? dc->throughput_limit : 0,
+	    .iops_limit_ratio = NAN,
+	    .throughput_limit_ratio = NAN,
 	};
 	declare_bucket(st, dc);
 	s = push_sample(st, r);
@@ -382,12 +386,11 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
 	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
-	ret->iops_ceiling_limit_ratio = dc && dc->iops_limit && st->iops.estimate > 0
-						? st->iops.estimate / (double)dc->iops_limit
-						: 0.0;
+	ret->iops_ceiling_limit_ratio =
+	    dc && dc->iops_limit && st->iops.estimate > 0 ? st->iops.estimate / (double)dc->iops_limit : 0.0;
 	ret->throughput_ceiling_limit_ratio = dc && dc->throughput_limit && st->throughput.estimate > 0
-						      ? st->throughput.estimate / (double)dc->throughput_limit
-						      : 0.0;
+						  ? st->throughput.estimate / (double)dc->throughput_limit
+						  : 0.0;
 	fill_burst(st, dc, ret);
 }
 
@@ -437,13 +440,13 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
 
 struct ceiling_entry {
 	char name[DISKSTATS_NAME_MAX];
-	bool is_seen;                 /* updated during the current sample */
+	bool is_seen; /* updated during the current sample */
 	struct ceiling_state state;
 };
 
 struct ceiling_set {
 	struct ceiling_params params;
-	uint64_t now_usec;            /* ceiling_set_start_sample() */
+	uint64_t now_usec; /* ceiling_set_start_sample() */
 	struct ceiling_entry **entries;
 	size_t n, allocated;
 	struct name_index index;
@@ -567,10 +570,10 @@ int ceiling_set_update(struct ceiling_set *s, const char *name, const struct dev
 	}
 	if (!e) {
 		*ret = (struct device_ceiling){
-			.iops_limit = dc ? dc->iops_limit : 0,
-			.throughput_limit = dc ? dc->throughput_limit : 0,
-			.iops_limit_ratio = NAN,
-			.throughput_limit_ratio = NAN,
+		    .iops_limit = dc ? dc->iops_limit : 0,
+		    .throughput_limit = dc ? dc->throughput_limit : 0,
+		    .iops_limit_ratio = NAN,
+		    .throughput_limit_ratio = NAN,
 		};
 		return -ENOMEM;
 	}
@@ -599,7 +602,8 @@ void ceiling_set_start_sample(struct ceiling_set *s, uint64_t realtime_usec)
 
 bool ceiling_set_is_queueing(const struct ceiling_set *s, const struct device_rates *r)
 {
-	return r->valid && r->queue_depth >= s->params.min_queue && r->utilization >= s->params.min_utilization;
+	return r->valid && r->queue_depth >= s->params.min_queue &&
+	       r->utilization >= s->params.min_utilization;
 }
 
 void ceiling_set_end_sample(struct ceiling_set *s)

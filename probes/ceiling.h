@@ -19,24 +19,24 @@
 /* Detection parameters. The daemon uses ceiling_params_default(); tests and
  * bench/detect may tune them. */
 struct ceiling_params {
-	unsigned window;              /* samples in the detection window (20) */
-	double plateau_tolerance;     /* half-width of the plateau band, relative to its level (0.015) */
-	double plateau_slack_ios;     /* ... widened to at least this many I/Os per interval (2.5) */
-	double plateau_fraction;      /* share of the window that must be queueing (0.8) */
+	unsigned window;		/* samples in the detection window (20) */
+	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
+	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */
+	double plateau_fraction;	/* share of the window that must be queueing (0.8) */
 	double member_plateau_fraction; /* ... for a member of an md/dm array (0.3): the members of
-				       * a stripe capped alike take turns at holding the queue */
+					 * a stripe capped alike take turns at holding the queue */
 	double member_outlier_fraction; /* ... whose outliers are this share of its queueing samples
-				       * instead of max_outliers (0.25): the seconds in which the
-				       * queue moves over are partly at the cap */
-	unsigned max_outliers;        /* queueing samples allowed off the band (3) */
-	double outlier_fraction;      /* ... or this share of them, when more (0) */
-	double min_queue;             /* aqu-sz of a queueing sample (0.9) */
-	double min_utilization;       /* busy ratio of a queueing sample (0.8) */
-	double min_iops;              /* a plateau lower than this is idling, not a ceiling (10) */
-	double contradict_factor;     /* an estimate exceeded by this factor ... (1.10) */
-	unsigned contradict_samples;  /* ... for this many samples in a row is dropped (3) */
-	double saturation;            /* busy ratio from which a device is saturated (0.95) */
-	struct burst_params burst;    /* learning a burst bucket (burst.h) */
+					 * instead of max_outliers (0.25): the seconds in which the
+					 * queue moves over are partly at the cap */
+	unsigned max_outliers;		/* queueing samples allowed off the band (3) */
+	double outlier_fraction;	/* ... or this share of them, when more (0) */
+	double min_queue;		/* aqu-sz of a queueing sample (0.9) */
+	double min_utilization;		/* busy ratio of a queueing sample (0.8) */
+	double min_iops;		/* a plateau lower than this is idling, not a ceiling (10) */
+	double contradict_factor;	/* an estimate exceeded by this factor ... (1.10) */
+	unsigned contradict_samples;	/* ... for this many samples in a row is dropped (3) */
+	double saturation;		/* busy ratio from which a device is saturated (0.95) */
+	struct burst_params burst;	/* learning a burst bucket (burst.h) */
 };
 
 void ceiling_params_default(struct ceiling_params *ret);
@@ -45,34 +45,34 @@ void ceiling_params_default(struct ceiling_params *ret);
  * to start. */
 struct ceiling_sample {
 	double interval_sec;
-	double iops;                  /* reads + writes per second */
-	double bytes_per_sec;         /* read + write bytes per second */
-	double queue_depth;           /* aqu-sz */
-	double utilization;           /* 0..1 */
-	double own_ops;               /* I/Os iopsd's own probes reported in this interval */
+	double iops;	      /* reads + writes per second */
+	double bytes_per_sec; /* read + write bytes per second */
+	double queue_depth;   /* aqu-sz */
+	double utilization;   /* 0..1 */
+	double own_ops;	      /* I/Os iopsd's own probes reported in this interval */
 };
 
 struct ceiling_detector {
-	double estimate;              /* 0 = none */
-	bool is_active;               /* the plateau holds in the latest sample */
-	unsigned n_above;             /* consecutive samples above estimate * contradict_factor */
+	double estimate;  /* 0 = none */
+	bool is_active;	  /* the plateau holds in the latest sample */
+	unsigned n_above; /* consecutive samples above estimate * contradict_factor */
 };
 
 struct ceiling_state {
 	struct ceiling_sample ring[CEILING_WINDOW_MAX];
-	unsigned head;                /* next slot to write */
-	unsigned n;                   /* valid samples in the ring, <= CEILING_WINDOW_MAX */
+	unsigned head; /* next slot to write */
+	unsigned n;    /* valid samples in the ring, <= CEILING_WINDOW_MAX */
 	struct ceiling_detector iops, throughput;
 	double at_ceiling_iops_sec;
 	double at_ceiling_throughput_sec;
 	bool has_burst_balance;
-	double burst_balance;         /* credits */
-	double pending_own_ops;       /* noted since the last sample */
-	struct burst_tracker burst;   /* the burst bucket learned from the samples */
-	double peak_iops;             /* the highest IOPS ceiling found or measured, bursts aside:
-				       * what the device is known to do on its own */
-	uint64_t now_usec;            /* CLOCK_REALTIME at the end of the interval fed next; the set
-				       * fills it, 0 when unknown */
+	double burst_balance;	    /* credits */
+	double pending_own_ops;	    /* noted since the last sample */
+	struct burst_tracker burst; /* the burst bucket learned from the samples */
+	double peak_iops;	    /* the highest IOPS ceiling found or measured, bursts aside:
+				     * what the device is known to do on its own */
+	uint64_t now_usec;	    /* CLOCK_REALTIME at the end of the interval fed next; the set
+				     * fills it, 0 when unknown */
 };
 
 void ceiling_state_init(struct ceiling_state *st);
@@ -101,7 +101,8 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
  * state's samples hold an IOPS plateau that the latest is on, and its level;
  * whether a sample queues; the plateau band around a level. */
 const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i);
-bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p, double *ret_level);
+bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p,
+				double *ret_level);
 bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s);
 double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s);
 

@@ -9,11 +9,8 @@
 #include "topology.h"
 
 static const char *const kind_names[_DEVICE_KIND_MAX] = {
-	[DEVICE_KIND_DISK] = "disk",
-	[DEVICE_KIND_PARTITION] = "partition",
-	[DEVICE_KIND_MD] = "md",
-	[DEVICE_KIND_DM] = "dm",
-	[DEVICE_KIND_LOOP] = "loop",
+    [DEVICE_KIND_DISK] = "disk", [DEVICE_KIND_PARTITION] = "partition", [DEVICE_KIND_MD] = "md",
+    [DEVICE_KIND_DM] = "dm",	 [DEVICE_KIND_LOOP] = "loop",
 };
 
 const char *device_kind_to_string(enum device_kind k)

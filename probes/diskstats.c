@@ -120,8 +120,7 @@ int diskstats_parse_line(const char *line, size_t len, struct diskstats_raw *ret
 	return 0;
 }
 
-int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *capacity,
-			 size_t *ret_n_bad)
+int diskstats_parse_into(const char *buf, struct diskstats_raw **array, size_t *capacity, size_t *ret_n_bad)
 {
 	size_t n = 0, n_bad = 0;
 	const char *p = buf;
@@ -195,8 +194,8 @@ struct deltas {
 	uint64_t flushes, flush_ms;
 };
 
-static bool compute_deltas(const struct diskstats_raw *p, const struct diskstats_raw *c,
-			   double interval_sec, struct deltas *d)
+static bool compute_deltas(const struct diskstats_raw *p, const struct diskstats_raw *c, double interval_sec,
+			   struct deltas *d)
 {
 	double max_ops = DISKSTATS_MAX_IOPS * interval_sec + 1.0;
 	double max_sectors = DISKSTATS_MAX_BYTES_PER_SEC / SECTOR_BYTES * interval_sec + 1.0;
@@ -220,12 +219,11 @@ static bool compute_deltas(const struct diskstats_raw *p, const struct diskstats
 		return false;
 	}
 	if (p->n_fields >= 18 && c->n_fields >= 18) {
-		ok = counter_delta(p->discards, c->discards, max_ops, &d->discards) &&
-		     counter_delta(p->discards_merged, c->discards_merged, max_ops,
-				   &d->discards_merged) &&
-		     counter_delta(p->discard_sectors, c->discard_sectors, max_sectors,
-				   &d->discard_sectors) &&
-		     counter_delta(p->discard_ms, c->discard_ms, max_req_ms, &d->discard_ms);
+		ok =
+		    counter_delta(p->discards, c->discards, max_ops, &d->discards) &&
+		    counter_delta(p->discards_merged, c->discards_merged, max_ops, &d->discards_merged) &&
+		    counter_delta(p->discard_sectors, c->discard_sectors, max_sectors, &d->discard_sectors) &&
+		    counter_delta(p->discard_ms, c->discard_ms, max_req_ms, &d->discard_ms);
 		if (!ok) {
 			return false;
 		}
@@ -246,8 +244,8 @@ static double await_sec(uint64_t ms, uint64_t ios)
 	return ios > 0 ? (double)ms / (double)ios / 1000.0 : 0.0;
 }
 
-void diskstats_derive(const struct diskstats_raw *prev, const struct diskstats_raw *cur,
-		      double interval_sec, struct device_rates *ret)
+void diskstats_derive(const struct diskstats_raw *prev, const struct diskstats_raw *cur, double interval_sec,
+		      struct device_rates *ret)
 {
 	struct deltas d = {0};
 	double ms;

@@ -31,11 +31,11 @@
 #include "fileio.h"
 #include "macro.h"
 
-#define OFF_MAGIC 0
-#define OFF_COUNTERS 8
-#define OFF_READ_HISTOGRAM 512
-#define OFF_WRITE_HISTOGRAM 2056
-#define HISTOGRAM_BIN_SIZE 24
+#define OFF_MAGIC		0
+#define OFF_COUNTERS		8
+#define OFF_READ_HISTOGRAM	512
+#define OFF_WRITE_HISTOGRAM	2056
+#define HISTOGRAM_BIN_SIZE	24
 #define NVME_ADMIN_GET_LOG_PAGE 0x02
 
 static uint64_t get_le64(const uint8_t *p)
@@ -81,17 +81,17 @@ int ebs_nvme_parse_log_page(const void *buf, size_t len, struct ebs_nvme_stats *
 	const uint8_t *p = buf;
 	struct ebs_nvme_stats st = {0};
 	uint64_t *counters[] = {
-		&st.read_ops,
-		&st.write_ops,
-		&st.read_bytes,
-		&st.write_bytes,
-		&st.read_time_usec,
-		&st.write_time_usec,
-		&st.volume_exceeded_iops_usec,
-		&st.volume_exceeded_throughput_usec,
-		&st.instance_exceeded_iops_usec,
-		&st.instance_exceeded_throughput_usec,
-		&st.queue_length,
+	    &st.read_ops,
+	    &st.write_ops,
+	    &st.read_bytes,
+	    &st.write_bytes,
+	    &st.read_time_usec,
+	    &st.write_time_usec,
+	    &st.volume_exceeded_iops_usec,
+	    &st.volume_exceeded_throughput_usec,
+	    &st.instance_exceeded_iops_usec,
+	    &st.instance_exceeded_throughput_usec,
+	    &st.queue_length,
 	};
 	int r;
 
@@ -172,12 +172,12 @@ void ebs_nvme_volume_id_from_serial(const char *serial, char *ret)
 int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len)
 {
 	struct nvme_admin_cmd cmd = {
-		.opcode = NVME_ADMIN_GET_LOG_PAGE,
-		.nsid = nsid,
-		.addr = (uint64_t)(uintptr_t)buf,
-		.data_len = (uint32_t)len,
-		/* NUMDL is a 0's based count of dwords (as nvme-cli sends it) */
-		.cdw10 = EBS_NVME_LOG_PAGE_ID | (uint32_t)((len / 4 - 1) << 16),
+	    .opcode = NVME_ADMIN_GET_LOG_PAGE,
+	    .nsid = nsid,
+	    .addr = (uint64_t)(uintptr_t)buf,
+	    .data_len = (uint32_t)len,
+	    /* NUMDL is a 0's based count of dwords (as nvme-cli sends it) */
+	    .cdw10 = EBS_NVME_LOG_PAGE_ID | (uint32_t)((len / 4 - 1) << 16),
 	};
 	int r;
 
@@ -198,10 +198,10 @@ int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len)
 struct ebs_entry {
 	char device[DISKSTATS_NAME_MAX];
 	char volume_id[EBS_NVME_VOLUME_ID_MAX];
-	char *controller_path;          /* DEVDIR/nvme1 */
+	char *controller_path; /* DEVDIR/nvme1 */
 	uint32_t nsid;
-	bool is_disabled;               /* refused us: not asked again while it is the same volume */
-	int error;                      /* why it refused */
+	bool is_disabled; /* refused us: not asked again while it is the same volume */
+	int error;	  /* why it refused */
 };
 
 struct ebs_nvme_reader {
@@ -416,7 +416,8 @@ int ebs_nvme_reader_sample(struct ebs_nvme_reader *r, struct ebs_nvme_volume **r
 		if (k < 0) {
 			/* No permission (CAP_SYS_ADMIN), not NVMe after all, not
 			 * EBS's page: asking every second would not change that. */
-			e->is_disabled = k == -EPERM || k == -EACCES || k == -ENOTTY || k == -EINVAL || k == -ENOMSG;
+			e->is_disabled =
+			    k == -EPERM || k == -EACCES || k == -ENOTTY || k == -EINVAL || k == -ENOMSG;
 			e->error = k;
 			r->last_error = k;
 			vols[n].stats = (struct ebs_nvme_stats){0};

@@ -12,12 +12,12 @@
 
 #include "diskstats.h"
 
-#define EBS_NVME_MODEL "Amazon Elastic Block Store"
-#define EBS_NVME_LOG_PAGE_ID 0xD0
-#define EBS_NVME_LOG_PAGE_SIZE 4096
-#define EBS_NVME_STATS_MAGIC 0x3C23B510U
+#define EBS_NVME_MODEL		"Amazon Elastic Block Store"
+#define EBS_NVME_LOG_PAGE_ID	0xD0
+#define EBS_NVME_LOG_PAGE_SIZE	4096
+#define EBS_NVME_STATS_MAGIC	0x3C23B510U
 #define EBS_NVME_HISTOGRAM_BINS 64
-#define EBS_NVME_VOLUME_ID_MAX 32
+#define EBS_NVME_VOLUME_ID_MAX	32
 
 struct ebs_nvme_bin {
 	uint64_t lower_usec;
@@ -35,12 +35,12 @@ struct ebs_nvme_histogram {
 struct ebs_nvme_stats {
 	uint64_t read_ops, write_ops;
 	uint64_t read_bytes, write_bytes;
-	uint64_t read_time_usec, write_time_usec;       /* summed latency of completed I/O */
-	uint64_t volume_exceeded_iops_usec;             /* demand above the volume's IOPS */
+	uint64_t read_time_usec, write_time_usec; /* summed latency of completed I/O */
+	uint64_t volume_exceeded_iops_usec;	  /* demand above the volume's IOPS */
 	uint64_t volume_exceeded_throughput_usec;
-	uint64_t instance_exceeded_iops_usec;           /* ... above the instance's EBS limits */
+	uint64_t instance_exceeded_iops_usec; /* ... above the instance's EBS limits */
 	uint64_t instance_exceeded_throughput_usec;
-	uint64_t queue_length;                          /* point in time */
+	uint64_t queue_length; /* point in time */
 	struct ebs_nvme_histogram read_latency, write_latency;
 };
 
@@ -69,9 +69,9 @@ int ebs_nvme_read_log_page(int fd, uint32_t nsid, void *buf, size_t len);
 
 /* One EBS volume as the sampler reports it. */
 struct ebs_nvme_volume {
-	char device[DISKSTATS_NAME_MAX];                /* "nvme1n1" */
-	char volume_id[EBS_NVME_VOLUME_ID_MAX];         /* "vol-0123..." */
-	int error;                                      /* 0, or why the page was not read (-errno; stats zero) */
+	char device[DISKSTATS_NAME_MAX];	/* "nvme1n1" */
+	char volume_id[EBS_NVME_VOLUME_ID_MAX]; /* "vol-0123..." */
+	int error;				/* 0, or why the page was not read (-errno; stats zero) */
 	struct ebs_nvme_stats stats;
 };
 

@@ -62,8 +62,7 @@ int name_index_add(struct name_index *ni, const void *base, size_t n, name_index
 	return 0;
 }
 
-size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get,
-		       const char *name)
+size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get, const char *name)
 {
 	size_t h;
 

@@ -26,7 +26,6 @@ int name_index_build(struct name_index *ni, const void *base, size_t n, name_ind
 int name_index_add(struct name_index *ni, const void *base, size_t n, name_index_get_t get);
 
 /* Position of `name` in `base`, or SIZE_MAX when absent. */
-size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get,
-		       const char *name);
+size_t name_index_find(const struct name_index *ni, const void *base, name_index_get_t get, const char *name);
 
 void name_index_done(struct name_index *ni);

@@ -5,15 +5,15 @@
 #include "probe.h"
 
 static const char *const op_names[_PROBE_OP_MAX] = {
-	[PROBE_OP_READ] = "read",
-	[PROBE_OP_WRITE] = "write",
-	[PROBE_OP_FSYNC] = "fsync",
+    [PROBE_OP_READ] = "read",
+    [PROBE_OP_WRITE] = "write",
+    [PROBE_OP_FSYNC] = "fsync",
 };
 
 static const char *const reason_names[_PROBE_ERR_MAX] = {
-	[PROBE_ERR_EIO] = "eio",         [PROBE_ERR_ENOSPC] = "enospc", [PROBE_ERR_EROFS] = "erofs",
-	[PROBE_ERR_EACCES] = "eacces",   [PROBE_ERR_ENOENT] = "enoent", [PROBE_ERR_EINVAL] = "einval",
-	[PROBE_ERR_TIMEOUT] = "timeout", [PROBE_ERR_OTHER] = "other",
+    [PROBE_ERR_EIO] = "eio",	     [PROBE_ERR_ENOSPC] = "enospc", [PROBE_ERR_EROFS] = "erofs",
+    [PROBE_ERR_EACCES] = "eacces",   [PROBE_ERR_ENOENT] = "enoent", [PROBE_ERR_EINVAL] = "einval",
+    [PROBE_ERR_TIMEOUT] = "timeout", [PROBE_ERR_OTHER] = "other",
 };
 
 const char *probe_op_to_string(enum probe_op op)

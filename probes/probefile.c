@@ -414,7 +414,8 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		close(fd);
 		fd = rofd;
 	}
-	*ret = (struct probefile){.fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec(CLOCK_MONOTONIC) - t0};
+	*ret = (struct probefile){
+	    .fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec(CLOCK_MONOTONIC) - t0};
 	if (ret->layout_usec == 0) {
 		ret->layout_usec = 1;
 	}

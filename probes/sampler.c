@@ -28,7 +28,7 @@
 #include "topology.h"
 
 #define DISKSTATS_BUF_INITIAL (64U << 10)
-#define DISKSTATS_BUF_MAX (64U << 20)
+#define DISKSTATS_BUF_MAX     (64U << 20)
 /* Samples an array stays held after its last holder, while it queues. */
 #define SAMPLER_HOLD_OVER 5
 
@@ -42,20 +42,20 @@ enum {
 
 /* Per-device state that lives from one tick to the next. */
 struct sampler_dev {
-	struct diskstats_raw raw;       /* the last sample */
-	bool has_prev;                  /* raw is a previous sample of this device */
+	struct diskstats_raw raw; /* the last sample */
+	bool has_prev;		  /* raw is a previous sample of this device */
 	struct device_rates rates;
 	bool has_member_rates;
 	struct device_rates member_rates;
-	struct device_ceiling ceiling;  /* this tick's verdict (its counters live in s->ceilings) */
+	struct device_ceiling ceiling;	/* this tick's verdict (its counters live in s->ceilings) */
 	const struct device_config *dc; /* its [device] section, NULL when none */
-	bool is_kept;                   /* passes the filter */
-	bool is_tracked;                /* kept, or a member (at any depth) of a kept md/dm
+	bool is_kept;			/* passes the filter */
+	bool is_tracked;		/* kept, or a member (at any depth) of a kept md/dm
 					 * device: its ceiling is followed so that the array
 					 * can say which member holds it */
-	bool is_array_member;           /* a member of a tracked md/dm device */
-	uint64_t last_held_by_mask;     /* md/dm: the members that held it last */
-	unsigned hold_over_left;        /* samples it stays held without a holder */
+	bool is_array_member;		/* a member of a tracked md/dm device */
+	uint64_t last_held_by_mask;	/* md/dm: the members that held it last */
+	unsigned hold_over_left;	/* samples it stays held without a holder */
 	struct md_health md;		/* md: read every sample */
 };
 
@@ -68,12 +68,12 @@ struct sampler {
 	int diskstats_fd;
 	char *buf;
 	size_t buf_size;
-	struct diskstats_raw *cur;      /* parse target, reused */
+	struct diskstats_raw *cur; /* parse target, reused */
 	size_t cur_cap;
 
-	struct sampler_dev *devs;       /* aligned with the last parsed list */
+	struct sampler_dev *devs; /* aligned with the last parsed list */
 	size_t n_devs;
-	struct topology *topo;          /* aligned with devs; NULL until built */
+	struct topology *topo; /* aligned with devs; NULL until built */
 	bool need_refresh;
 	uint64_t refresh_usec;
 	uint64_t last_refresh_usec;
@@ -86,13 +86,13 @@ struct sampler {
 	sampler_clock_fn clock;
 	void *clock_userdata;
 
-	int pressure_fd;                /* kept open while the kernel has PSI */
-	bool pressure_checked;          /* absent PSI is looked for again at each refresh */
+	int pressure_fd;       /* kept open while the kernel has PSI */
+	bool pressure_checked; /* absent PSI is looked for again at each refresh */
 
-	struct ceiling_set *ceilings;   /* ceiling detector state by device name */
-	struct shared_ceiling *shared;  /* ceilings shared by several disks */
+	struct ceiling_set *ceilings;		 /* ceiling detector state by device name */
+	struct shared_ceiling *shared;		 /* ceilings shared by several disks */
 	struct shared_ceiling_instance instance; /* the [instance] limits' counters */
-	struct ebs_nvme_reader *ebs;    /* EBS NVMe volumes among the kept devices */
+	struct ebs_nvme_reader *ebs;		 /* EBS NVMe volumes among the kept devices */
 };
 
 static uint64_t clock_usec(clockid_t clock, void *userdata)
@@ -153,8 +153,7 @@ static bool is_numbered(const char *name, const char *prefix)
  * alone decides; otherwise a device that holds a configured target stays,
  * and ram, zram, floppy drives (node_exporter's default leaves fd* out too),
  * unused loop devices and other partitions go. */
-static bool device_is_kept(const struct sampler *s, const struct topology_device *td,
-			   bool holds_target)
+static bool device_is_kept(const struct sampler *s, const struct topology_device *td, bool holds_target)
 {
 	if (matches(s, REGEX_EXCLUDE, td->name)) {
 		return false;
@@ -491,8 +490,8 @@ static void derive_member_rates(struct sampler *s, size_t i)
 	const struct device_rates *members[DEVICE_MAX_MEMBERS];
 	size_t n = 0;
 
-	sd->has_member_rates = (td->topo.kind == DEVICE_KIND_MD || td->topo.kind == DEVICE_KIND_DM) &&
-			       td->n_members > 0;
+	sd->has_member_rates =
+	    (td->topo.kind == DEVICE_KIND_MD || td->topo.kind == DEVICE_KIND_DM) && td->n_members > 0;
 	if (!sd->has_member_rates) {
 		return;
 	}
@@ -511,7 +510,8 @@ static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const stru
 {
 	/* -ENOMEM still leaves the declared limits in sd->ceiling */
 	(void)ceiling_set_update(s->ceilings, sd->raw.name, dc, &sd->rates,
-				 sd->has_member_rates ? &sd->member_rates : NULL, sd->is_array_member, &sd->ceiling);
+				 sd->has_member_rates ? &sd->member_rates : NULL, sd->is_array_member,
+				 &sd->ceiling);
 }
 
 /* An md/dm device is held by each of its members that is throttled: a
@@ -615,7 +615,8 @@ static void propagate_holds(struct sampler *s)
 
 static int cmp_shared_device(const void *a, const void *b)
 {
-	return strcmp(((const struct shared_ceiling_device *)a)->name, ((const struct shared_ceiling_device *)b)->name);
+	return strcmp(((const struct shared_ceiling_device *)a)->name,
+		      ((const struct shared_ceiling_device *)b)->name);
 }
 
 /* Ceilings shared by several whole disks (partitions, md, dm and loop
@@ -638,9 +639,10 @@ static void update_shared(struct sampler *s)
 		st = ceiling_set_find(s->ceilings, sd->raw.name);
 		if (st) {
 			devs[n++] = (struct shared_ceiling_device){
-				.name = sd->raw.name,
-				.st = st,
-				.known_iops = sd->dc && sd->dc->iops_limit ? (double)sd->dc->iops_limit : st->peak_iops,
+			    .name = sd->raw.name,
+			    .st = st,
+			    .known_iops =
+				sd->dc && sd->dc->iops_limit ? (double)sd->dc->iops_limit : st->peak_iops,
 			};
 		}
 	}
@@ -701,13 +703,15 @@ static int account_instance(struct sampler *s, struct sampler_snapshot *snap)
 		if (!counts_for_instance(s, i)) {
 			continue;
 		}
-		len += (size_t)snprintf(devices + len, size - len, "%s%s", len ? "," : "", s->devs[i].raw.name);
+		len +=
+		    (size_t)snprintf(devices + len, size - len, "%s%s", len ? "," : "", s->devs[i].raw.name);
 		is_valid = is_valid && r->valid;
 		iops += r->read_iops + r->write_iops;
 		bytes += r->read_bytes_per_sec + r->write_bytes_per_sec;
 		interval = r->interval_sec;
 	}
-	shared_ceiling_account_instance(&s->instance, ic, s->cfg->ceiling_threshold > 0 ? s->cfg->ceiling_threshold : 0.95,
+	shared_ceiling_account_instance(&s->instance, ic,
+					s->cfg->ceiling_threshold > 0 ? s->cfg->ceiling_threshold : 0.95,
 					iops, bytes, interval, is_valid && len > 0, &snap->instance);
 	snap->instance.devices = devices;
 	return 0;

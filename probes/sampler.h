@@ -36,50 +36,50 @@ const char *device_list_next(const char *list, char *ret);
  * which owns them. */
 struct device_topology {
 	enum device_kind kind;
-	char parent[DISKSTATS_NAME_MAX];   /* whole disk of a partition, "" otherwise */
-	char *members;                     /* "xvdf,xvdg" for md/dm (sysfs slaves/), "" otherwise */
-	char *mountpoints;                 /* "/data,/srv", "" when unmounted */
-	char *model;                       /* "" when sysfs has none */
-	unsigned logical_block_size;       /* bytes; 0 when unknown. Sectors in diskstats are
-					    * always 512 bytes regardless. */
+	char parent[DISKSTATS_NAME_MAX]; /* whole disk of a partition, "" otherwise */
+	char *members;			 /* "xvdf,xvdg" for md/dm (sysfs slaves/), "" otherwise */
+	char *mountpoints;		 /* "/data,/srv", "" when unmounted */
+	char *model;			 /* "" when sysfs has none */
+	unsigned logical_block_size;	 /* bytes; 0 when unknown. Sectors in diskstats are
+					  * always 512 bytes regardless. */
 	bool is_rotational;
 	uint64_t size_bytes;
 	/* extensions (sampler) */
-	char *physical_members;            /* members resolved through partitions and nested
-					    * md/dm down to whole disks: "xvdf,xvdg"; for a
-					    * partition its disk; "" for a plain disk */
-	char *dm_name;                     /* device-mapper name ("vg0-data") for dm, "" otherwise */
-	char *raid_level;                  /* md level ("raid0"), "" otherwise */
-	unsigned n_members;                /* entries in members */
-	char *volume_id;                   /* the volume id an EBS-style serial spells
-					    * ("vol0123..." -> "vol-0123..."; a partition has
-					    * its disk's), "" otherwise */
+	char *physical_members; /* members resolved through partitions and nested
+				 * md/dm down to whole disks: "xvdf,xvdg"; for a
+				 * partition its disk; "" for a plain disk */
+	char *dm_name;		/* device-mapper name ("vg0-data") for dm, "" otherwise */
+	char *raid_level;	/* md level ("raid0"), "" otherwise */
+	unsigned n_members;	/* entries in members */
+	char *volume_id;	/* the volume id an EBS-style serial spells
+				 * ("vol0123..." -> "vol-0123..."; a partition has
+				 * its disk's), "" otherwise */
 };
 
 /* Ceiling and limit state of a device (filled by the ceiling module). */
 struct device_ceiling {
-	uint64_t iops_limit;            /* declared, 0 = none */
-	uint64_t throughput_limit;      /* declared bytes/s, 0 = none */
-	double iops_limit_ratio;        /* observed / limit over the last interval, NAN when no limit */
+	uint64_t iops_limit;	   /* declared, 0 = none */
+	uint64_t throughput_limit; /* declared bytes/s, 0 = none */
+	double iops_limit_ratio;   /* observed / limit over the last interval, NAN when no limit */
 	double throughput_limit_ratio;
 	double at_ceiling_iops_seconds; /* counter */
 	double at_ceiling_throughput_seconds;
-	bool is_at_limit;               /* this interval: IOPS or throughput at ceiling_threshold
-					 * of its declared limit or above */
-	bool has_burst_model;           /* declared, or learned (below) */
-	double burst_balance_ratio;     /* 0..1 */
-	bool has_learned_burst;         /* a burst was seen to run out (probes/burst.h) */
-	double burst_iops_estimate;     /* its rate */
-	double burst_base_iops_estimate; /* the level it settled to */
-	double burst_credits_estimate;  /* bucket size: (rate - base) x length */
-	double burst_duration_seconds;  /* length of the last burst */
+	bool is_at_limit;			/* this interval: IOPS or throughput at ceiling_threshold
+						 * of its declared limit or above */
+	bool has_burst_model;			/* declared, or learned (below) */
+	double burst_balance_ratio;		/* 0..1 */
+	bool has_learned_burst;			/* a burst was seen to run out (probes/burst.h) */
+	double burst_iops_estimate;		/* its rate */
+	double burst_base_iops_estimate;	/* the level it settled to */
+	double burst_credits_estimate;		/* bucket size: (rate - base) x length */
+	double burst_duration_seconds;		/* length of the last burst */
 	uint64_t burst_exhausted_realtime_usec; /* when it ran out, 0 when unknown */
-	bool is_throttled;              /* its own plateau, or held by a member (below) */
-	uint64_t held_by_mask;          /* md/dm: bit k set while the k-th name of topo.members
-					 * is throttled (or itself held), which holds the array:
-					 * a stripe runs at the pace of its slowest member */
+	bool is_throttled;			/* its own plateau, or held by a member (below) */
+	uint64_t held_by_mask;			/* md/dm: bit k set while the k-th name of topo.members
+						 * is throttled (or itself held), which holds the array:
+						 * a stripe runs at the pace of its slowest member */
 	bool is_saturated;
-	double iops_ceiling_estimate;   /* 0 = none detected yet */
+	double iops_ceiling_estimate; /* 0 = none detected yet */
 	double throughput_ceiling_estimate;
 	double iops_ceiling_limit_ratio; /* the estimate over the declared iops_limit (not a burst
 					  * model's): 0 without both */
@@ -87,12 +87,12 @@ struct device_ceiling {
 };
 
 struct device_state {
-	struct diskstats_raw raw;       /* counters as the kernel printed them (sectors of
-					 * 512 bytes, times in ms, 32-bit time fields wrap) */
-	struct device_rates rates;      /* the device's own figures; valid=false on the first
-					 * sample of a device, after it vanished and came
-					 * back, and when its counters were reset */
-	bool has_member_rates;          /* md/dm: member-derived figures below */
+	struct diskstats_raw raw;  /* counters as the kernel printed them (sectors of
+				    * 512 bytes, times in ms, 32-bit time fields wrap) */
+	struct device_rates rates; /* the device's own figures; valid=false on the first
+				    * sample of a device, after it vanished and came
+				    * back, and when its counters were reset */
+	bool has_member_rates;	   /* md/dm: member-derived figures below */
 	/* fio's "aggr" figures for an md/dm device, which accounts no busy time
 	 * of its own (md0 util=0% while its members run at 88%):
 	 *   utilization = the busiest member's (fio aggrutil);
@@ -104,17 +104,17 @@ struct device_state {
 	struct device_rates member_rates;
 	struct device_topology topo;
 	struct device_ceiling ceiling;
-	struct md_health md;            /* md arrays: failed members, degraded (is_known
-					 * false for other devices) */
+	struct md_health md; /* md arrays: failed members, degraded (is_known
+			      * false for other devices) */
 };
 
 /* The machine's volumes together against the [instance] limits. */
 struct instance_state {
 	bool is_declared;
-	uint64_t iops_limit, throughput_limit;  /* 0 = not declared */
-	char *devices;                  /* the volumes counted, "vda,vdb"; owned by the snapshot */
-	double iops, bytes_per_sec;     /* their sum over the last interval */
-	double iops_limit_ratio;        /* NAN without a limit or a valid interval */
+	uint64_t iops_limit, throughput_limit; /* 0 = not declared */
+	char *devices;			       /* the volumes counted, "vda,vdb"; owned by the snapshot */
+	double iops, bytes_per_sec;	       /* their sum over the last interval */
+	double iops_limit_ratio;	       /* NAN without a limit or a valid interval */
 	double throughput_limit_ratio;
 	double at_ceiling_iops_seconds; /* counters, as a device's */
 	double at_ceiling_throughput_seconds;
@@ -135,19 +135,19 @@ struct ebs_nvme_volume;
 struct shared_ceiling_group;
 
 struct sampler_snapshot {
-	unsigned refcount;              /* atomic */
-	uint64_t realtime_usec;         /* when it was taken */
+	unsigned refcount;	/* atomic */
+	uint64_t realtime_usec; /* when it was taken */
 	uint64_t monotonic_usec;
-	uint64_t parse_errors_total;    /* malformed diskstats lines seen since start */
-	struct device_state *devices;   /* the filtered devices, in /proc/diskstats order */
+	uint64_t parse_errors_total;  /* malformed diskstats lines seen since start */
+	struct device_state *devices; /* the filtered devices, in /proc/diskstats order */
 	size_t n_devices;
 	struct pressure_io pressure;
 	/* extensions (sampler) */
-	struct topology *topology;      /* owned reference; holds the topo strings (may be NULL) */
-	uint64_t samples_total;         /* sampler_sample() calls that succeeded, this one included */
-	size_t n_devices_seen;          /* lines in /proc/diskstats, before filtering */
-	size_t n_devices_dropped;       /* kept by the filter but over max_devices */
-	struct ebs_nvme_volume *ebs;    /* EBS NVMe volumes' log page 0xD0 (probes/ebs_nvme.h), owned */
+	struct topology *topology;   /* owned reference; holds the topo strings (may be NULL) */
+	uint64_t samples_total;	     /* sampler_sample() calls that succeeded, this one included */
+	size_t n_devices_seen;	     /* lines in /proc/diskstats, before filtering */
+	size_t n_devices_dropped;    /* kept by the filter but over max_devices */
+	struct ebs_nvme_volume *ebs; /* EBS NVMe volumes' log page 0xD0 (probes/ebs_nvme.h), owned */
 	size_t n_ebs;
 	struct shared_ceiling_group *shared; /* ceilings shared by several devices
 					      * (probes/shared_ceiling.h), owned */

@@ -20,9 +20,9 @@ struct shared_ceiling {
 void shared_ceiling_params_default(struct shared_ceiling_params *ret)
 {
 	*ret = (struct shared_ceiling_params){
-		.max_variance_ratio = 0.25,
-		.held_below = 0.87,
-		.min_members = 2,
+	    .max_variance_ratio = 0.25,
+	    .held_below = 0.87,
+	    .min_members = 2,
 	};
 }
 
@@ -243,7 +243,8 @@ static bool shares_a_member(const struct shared_ceiling_group *g, const struct s
 static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device *devs, const size_t *m,
 		  size_t k, double level)
 {
-	struct shared_ceiling_group g = {.n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true};
+	struct shared_ceiling_group g = {
+	    .n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true};
 	size_t j = 0, len = 0;
 
 	for (size_t i = 0; i < k; i++) {
@@ -337,13 +338,13 @@ void shared_ceiling_account_instance(struct shared_ceiling_instance *acc, const 
 	double threshold = ic->ceiling_threshold > 0 ? ic->ceiling_threshold : default_threshold;
 
 	*ret = (struct instance_state){
-		.is_declared = ic->is_declared,
-		.iops_limit = ic->iops_limit,
-		.throughput_limit = ic->throughput_limit,
-		.iops = iops,
-		.bytes_per_sec = bytes_per_sec,
-		.iops_limit_ratio = NAN,
-		.throughput_limit_ratio = NAN,
+	    .is_declared = ic->is_declared,
+	    .iops_limit = ic->iops_limit,
+	    .throughput_limit = ic->throughput_limit,
+	    .iops = iops,
+	    .bytes_per_sec = bytes_per_sec,
+	    .iops_limit_ratio = NAN,
+	    .throughput_limit_ratio = NAN,
 	};
 	if (is_valid && interval_sec > 0 && ic->iops_limit > 0) {
 		ret->iops_limit_ratio = iops / (double)ic->iops_limit;

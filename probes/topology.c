@@ -88,8 +88,8 @@ size_t mountinfo_unescape(char *s)
 	char *w = s;
 
 	for (const char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+		    r[3] <= '7') {
 			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
 			r += 4;
 		} else {
@@ -410,8 +410,9 @@ static char *read_volume_id(const char *dir)
 {
 	char serial[128], id[EBS_NVME_VOLUME_ID_MAX] = "";
 
-	if (dir && (read_attr(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
-		    read_attr(dir, "serial", serial, sizeof(serial)) >= 0) &&
+	if (dir &&
+	    (read_attr(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
+	     read_attr(dir, "serial", serial, sizeof(serial)) >= 0) &&
 	    ebs_nvme_is_volume_serial(serial)) {
 		ebs_nvme_volume_id_from_serial(serial, id);
 	}
@@ -440,21 +441,21 @@ static int read_device(const char *sysfs, struct topology_device *d)
 		d->topo.kind = DEVICE_KIND_LOOP;
 	}
 
-	d->topo.raid_level = has_dir && d->topo.kind == DEVICE_KIND_MD ? read_string_attr(dir, "md/level")
-								       : strdup("");
-	d->topo.dm_name = has_dir && d->topo.kind == DEVICE_KIND_DM ? read_string_attr(dir, "dm/name")
-								    : strdup("");
+	d->topo.raid_level =
+	    has_dir && d->topo.kind == DEVICE_KIND_MD ? read_string_attr(dir, "md/level") : strdup("");
+	d->topo.dm_name =
+	    has_dir && d->topo.kind == DEVICE_KIND_DM ? read_string_attr(dir, "dm/name") : strdup("");
 	d->backing_file = has_dir && d->topo.kind == DEVICE_KIND_LOOP
-				  ? read_string_attr(dir, "loop/backing_file")
-				  : strdup("");
+			      ? read_string_attr(dir, "loop/backing_file")
+			      : strdup("");
 	if (!d->topo.raid_level || !d->topo.dm_name || !d->backing_file) {
 		return -ENOMEM;
 	}
 	if (has_dir && read_u64_attr(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
 		d->topo.size_bytes = v * 512;
 	}
-	d->is_unused_loop = d->topo.kind == DEVICE_KIND_LOOP &&
-			    (d->topo.size_bytes == 0 || d->backing_file[0] == '\0');
+	d->is_unused_loop =
+	    d->topo.kind == DEVICE_KIND_LOOP && (d->topo.size_bytes == 0 || d->backing_file[0] == '\0');
 
 	if (has_dir) {
 		r = read_slaves(dir, &d->topo.members, &d->topo.n_members);
@@ -504,8 +505,7 @@ const struct topology_device *topology_find(const struct topology *t, const char
 	return i == SIZE_MAX ? NULL : &t->devices[i];
 }
 
-const struct topology_device *topology_find_devnum(const struct topology *t, unsigned major,
-						   unsigned minor)
+const struct topology_device *topology_find_devnum(const struct topology *t, unsigned major, unsigned minor)
 {
 	for (size_t i = 0; t && i < t->n_devices; i++) {
 		if (t->devices[i].major == major && t->devices[i].minor == minor) {
@@ -528,8 +528,7 @@ const struct topology_device *topology_find_dm_name(const struct topology *t, co
 
 /* Physical members: through partitions (-> their disk) and md/dm (-> their
  * members), down to devices with neither. */
-static int collect_physical(const struct topology *t, const char *name, unsigned depth,
-			    struct name_list *out)
+static int collect_physical(const struct topology *t, const char *name, unsigned depth, struct name_list *out)
 {
 	const struct topology_device *d = topology_find(t, name);
 	int r;
@@ -613,8 +612,7 @@ static int link_devices(struct topology *t)
 
 /* A mount whose filesystem reports an anonymous device (btrfs: 0:NN) is
  * attributed through its source when that names a block device. */
-static const struct topology_device *mount_device(const struct topology *t,
-						  const struct mountinfo_entry *m)
+static const struct topology_device *mount_device(const struct topology *t, const struct mountinfo_entry *m)
 {
 	if (m->major != 0) {
 		return topology_find_devnum(t, m->major, m->minor);

@@ -20,10 +20,10 @@
 /* One line of /proc/PID/mountinfo. */
 struct mountinfo_entry {
 	unsigned major, minor;
-	char *root;       /* root of the mount within its filesystem, unescaped */
+	char *root;	  /* root of the mount within its filesystem, unescaped */
 	char *mountpoint; /* unescaped (\040 -> ' ' ...) */
 	char *fstype;
-	char *source;     /* "/dev/sda1", "tmpfs" ... unescaped */
+	char *source; /* "/dev/sda1", "tmpfs" ... unescaped */
 };
 
 /* Parse a mountinfo buffer (pure). Malformed lines are skipped. Returns the
@@ -39,16 +39,16 @@ size_t mountinfo_unescape(char *s);
 struct topology_device {
 	char name[DISKSTATS_NAME_MAX];
 	unsigned major, minor;
-	struct device_topology topo;  /* strings owned by the topology, never NULL */
-	char *backing_file;           /* loop: its file, "" when unbound or not a loop */
-	bool is_unused_loop;          /* loop with size 0 or no backing file */
-	size_t parent;                /* index of the whole disk of a partition, SIZE_MAX */
-	size_t *members;              /* indexes of topo.members present in the list */
+	struct device_topology topo; /* strings owned by the topology, never NULL */
+	char *backing_file;	     /* loop: its file, "" when unbound or not a loop */
+	bool is_unused_loop;	     /* loop with size 0 or no backing file */
+	size_t parent;		     /* index of the whole disk of a partition, SIZE_MAX */
+	size_t *members;	     /* indexes of topo.members present in the list */
 	size_t n_members;
 };
 
 struct topology {
-	unsigned refcount;            /* atomic */
+	unsigned refcount;		 /* atomic */
 	struct topology_device *devices; /* in the order of the list it was built from */
 	size_t n_devices;
 	struct mountinfo_entry *mounts;
@@ -69,8 +69,7 @@ struct topology *topology_unref(struct topology *t);
 
 /* Lookups; NULL when absent. */
 const struct topology_device *topology_find(const struct topology *t, const char *name);
-const struct topology_device *topology_find_devnum(const struct topology *t, unsigned major,
-						   unsigned minor);
+const struct topology_device *topology_find_devnum(const struct topology *t, unsigned major, unsigned minor);
 const struct topology_device *topology_find_dm_name(const struct topology *t, const char *dm_name);
 
 /* The mount holding `path` (longest mount-point prefix on component

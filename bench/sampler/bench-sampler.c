@@ -298,10 +298,12 @@ static int bench_sampler(const char *root, size_t n, size_t iters)
 			cpu += now_nsec(CLOCK_PROCESS_CPUTIME_ID) - c0;
 		}
 		if (r >= 0 && snap->n_devices != n) {
-			fprintf(stderr, "expected %zu devices in the snapshot, got %zu\n", n, snap->n_devices);
+			fprintf(stderr, "expected %zu devices in the snapshot, got %zu\n", n,
+				snap->n_devices);
 			r = -EINVAL;
 		}
-		if (r >= 0 && it >= 2 && !(snap->devices[0].rates.valid && snap->devices[n - 1].rates.valid)) {
+		if (r >= 0 && it >= 2 &&
+		    !(snap->devices[0].rates.valid && snap->devices[n - 1].rates.valid)) {
 			fprintf(stderr, "rates not derived: the benchmark would not measure steady state\n");
 			r = -EINVAL;
 		}

@@ -16,11 +16,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_rates(const struct device_rates *r)
 {
 	const double v[] = {
-		r->read_iops, r->write_iops, r->discard_iops, r->flush_iops,
-		r->read_bytes_per_sec, r->write_bytes_per_sec, r->discard_bytes_per_sec,
-		r->read_merges_per_sec, r->write_merges_per_sec,
-		r->read_await_sec, r->write_await_sec, r->discard_await_sec, r->flush_await_sec,
-		r->queue_depth, r->utilization,
+	    r->read_iops,
+	    r->write_iops,
+	    r->discard_iops,
+	    r->flush_iops,
+	    r->read_bytes_per_sec,
+	    r->write_bytes_per_sec,
+	    r->discard_bytes_per_sec,
+	    r->read_merges_per_sec,
+	    r->write_merges_per_sec,
+	    r->read_await_sec,
+	    r->write_await_sec,
+	    r->discard_await_sec,
+	    r->flush_await_sec,
+	    r->queue_depth,
+	    r->utilization,
 	};
 
 	if (!r->valid) {

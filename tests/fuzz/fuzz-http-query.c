@@ -21,8 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Listen addresses may name a host: keep the resolver out of the fuzzer
  * (no DNS from a test, no waiting on it) by making every lookup numeric. */
-int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
-		struct addrinfo **res)
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
 {
 	static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
 	struct addrinfo h = hints ? *hints : (struct addrinfo){0};
@@ -43,8 +42,8 @@ static void check_value(const char *v)
 	char bad[64];
 	uint64_t usec;
 
-	if (http_parse_window(v, 7ULL * 24 * 3600 * 1000000, &usec) == 0 && (usec < 1000000 ||
-	    usec > 7ULL * 24 * 3600 * 1000000)) {
+	if (http_parse_window(v, 7ULL * 24 * 3600 * 1000000, &usec) == 0 &&
+	    (usec < 1000000 || usec > 7ULL * 24 * 3600 * 1000000)) {
 		abort(); /* accepted outside its range */
 	}
 	if (http_valid_name(v) && (strlen(v) == 0 || strlen(v) > 63)) {

@@ -77,9 +77,8 @@ void sampler_env_setup(struct sampler_env *e, const char *tree, const char *conf
 		copy_file(from, to);
 	}
 	sampler_env_diskstats(e, "diskstats");
-	assert_int_equal(config_load_string("test.conf", config_text ? config_text : "[global]\n", &errs,
-					    &e->cfg),
-			 0);
+	assert_int_equal(
+	    config_load_string("test.conf", config_text ? config_text : "[global]\n", &errs, &e->cfg), 0);
 	assert_int_equal(sampler_new(e->dir, e->sys, e->cfg, &e->s), 0);
 	sampler_set_clock(e->s, fake_clock, e);
 }

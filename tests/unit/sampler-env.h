@@ -10,8 +10,8 @@
 #include "sampler.h"
 
 struct sampler_env {
-	char dir[64];        /* the writable procfs */
-	char fixture[1024];  /* FIXTURES_DIR/sampler/TREE */
+	char dir[64];	    /* the writable procfs */
+	char fixture[1024]; /* FIXTURES_DIR/sampler/TREE */
 	char sys[1100];
 	uint64_t mono, real; /* the fake clock, microseconds */
 	struct config *cfg;

@@ -26,14 +26,14 @@
 struct env {
 	char root[64];
 	char procfs[128], sysfs[128];
-	uint64_t now_usec;          /* the fake CLOCK_MONOTONIC */
-	uint64_t reads;             /* loop5's read counter */
+	uint64_t now_usec; /* the fake CLOCK_MONOTONIC */
+	uint64_t reads;	   /* loop5's read counter */
 	struct config *cfg;
 	struct sampler *sampler;
 	struct registry *registry;
 	struct ceiling_gate *gate;
 	struct probe_identity *plain, *ceil; /* the registry's identities of the two probes */
-	struct device_ceiling last; /* loop5's ceiling in the last sample */
+	struct device_ceiling last;	     /* loop5's ceiling in the last sample */
 };
 
 static const char config_text[] = "[global]\n"
@@ -91,8 +91,9 @@ static void tick(struct env *e, uint64_t ios)
 
 	e->now_usec += 1000000;
 	e->reads += ios;
-	snprintf(line, sizeof(line), "   7       5 loop5 %" PRIu64 " 0 %" PRIu64 " %" PRIu64 " 0 0 0 0 %u %u %u\n",
-		 e->reads, e->reads * 8, e->reads / 2, 0u, (unsigned)(e->now_usec / 1000 % 100000),
+	snprintf(line, sizeof(line),
+		 "   7       5 loop5 %" PRIu64 " 0 %" PRIu64 " %" PRIu64 " 0 0 0 0 %u %u %u\n", e->reads,
+		 e->reads * 8, e->reads / 2, 0u, (unsigned)(e->now_usec / 1000 % 100000),
 		 (unsigned)(e->now_usec / 1000 % 100000));
 	write_file(e->procfs, "diskstats", line);
 
@@ -293,13 +294,14 @@ static void test_reload_keeps_the_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_ceiling_probe_waits_for_a_quiet_device, env_setup, env_teardown),
-		cmocka_unit_test_setup_teardown(test_own_probe_io_does_not_count_against_quiet, env_setup,
-						env_teardown),
-		cmocka_unit_test_setup_teardown(test_someone_else_io_keeps_it_waiting, env_setup, env_teardown),
-		cmocka_unit_test_setup_teardown(test_at_most_one_run_per_spacing_and_result_becomes_the_estimate,
-						env_setup, env_teardown),
-		cmocka_unit_test_setup_teardown(test_reload_keeps_the_budget, env_setup, env_teardown),
+	    cmocka_unit_test_setup_teardown(test_ceiling_probe_waits_for_a_quiet_device, env_setup,
+					    env_teardown),
+	    cmocka_unit_test_setup_teardown(test_own_probe_io_does_not_count_against_quiet, env_setup,
+					    env_teardown),
+	    cmocka_unit_test_setup_teardown(test_someone_else_io_keeps_it_waiting, env_setup, env_teardown),
+	    cmocka_unit_test_setup_teardown(test_at_most_one_run_per_spacing_and_result_becomes_the_estimate,
+					    env_setup, env_teardown),
+	    cmocka_unit_test_setup_teardown(test_reload_keeps_the_budget, env_setup, env_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

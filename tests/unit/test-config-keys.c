@@ -122,9 +122,10 @@ static void test_man_page_table_matches_key_table(void **state)
 			k = config_key_find(name, CONFIG_SCOPE_GLOBAL);
 			k = k && strcmp(scope, "global") == 0
 				? k
-				: config_key_find(name, strcmp(scope, "device") == 0	 ? CONFIG_SCOPE_DEVICE
-							: strcmp(scope, "instance") == 0 ? CONFIG_SCOPE_INSTANCE
-											 : CONFIG_SCOPE_PROBE);
+				: config_key_find(name, strcmp(scope, "device") == 0 ? CONFIG_SCOPE_DEVICE
+							: strcmp(scope, "instance") == 0
+							    ? CONFIG_SCOPE_INSTANCE
+							    : CONFIG_SCOPE_PROBE);
 			if (!k || strcmp(k->name, name) != 0 ||
 			    strcmp(config_key_scope_to_string(k->scope), scope) != 0) {
 				fail_msg("man page row '%s|%s' is not in the key table", name, scope);

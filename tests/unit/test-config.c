@@ -254,14 +254,14 @@ static void test_each_invalid_fixture_reports_file_and_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fio_job_file_loads_unchanged),
-		cmocka_unit_test(test_every_key_in_every_form),
-		cmocka_unit_test(test_builtin_default_is_a_gentle_probe),
-		cmocka_unit_test(test_bare_fio_flags_and_comments),
-		cmocka_unit_test(test_missing_file_is_enoent),
-		cmocka_unit_test(test_all_errors_are_collected),
-		cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
-		cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
+	    cmocka_unit_test(test_fio_job_file_loads_unchanged),
+	    cmocka_unit_test(test_every_key_in_every_form),
+	    cmocka_unit_test(test_builtin_default_is_a_gentle_probe),
+	    cmocka_unit_test(test_bare_fio_flags_and_comments),
+	    cmocka_unit_test(test_missing_file_is_enoent),
+	    cmocka_unit_test(test_all_errors_are_collected),
+	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
+	    cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

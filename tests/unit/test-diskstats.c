@@ -83,9 +83,9 @@ static void test_fixture_files_of_each_kernel_parse(void **state)
 		unsigned fields;
 		size_t n;
 	} cases[] = {
-		{"kernel-4.14", 14, 3},
-		{"kernel-4.18", 18, 3},
-		{"ec2-md-raid0", 20, 13},
+	    {"kernel-4.14", 14, 3},
+	    {"kernel-4.18", 18, 3},
+	    {"ec2-md-raid0", 20, 13},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -102,16 +102,16 @@ static void test_fixture_files_of_each_kernel_parse(void **state)
 static void test_malformed_lines_are_skipped_and_counted(void **state)
 {
 	const char *buf = "   8 0 sda 1 2 3 4 5 6 7 8 9 10 11\n"
-			  "   8 1 sda1 1 2 3 4 5 6 7 8 9 10\n"                  /* 13 fields */
-			  "   8 2 sda2 1 2 3 4 5 6 7 8 9 10 11 12\n"            /* 15 fields */
-			  "   8 3 sda3 1 2 x 4 5 6 7 8 9 10 11\n"               /* not a number */
-			  "   8 4 sda4 1 2 -3 4 5 6 7 8 9 10 11\n"              /* signed */
+			  "   8 1 sda1 1 2 3 4 5 6 7 8 9 10\n"			     /* 13 fields */
+			  "   8 2 sda2 1 2 3 4 5 6 7 8 9 10 11 12\n"		     /* 15 fields */
+			  "   8 3 sda3 1 2 x 4 5 6 7 8 9 10 11\n"		     /* not a number */
+			  "   8 4 sda4 1 2 -3 4 5 6 7 8 9 10 11\n"		     /* signed */
 			  "   8 5 sda5 1 2 3 99999999999999999999 5 6 7 8 9 10 11\n" /* > 2^64 */
 			  "   8 6 0123456789012345678901234567890123456789012345678901234567890123456789"
-			  " 1 2 3 4 5 6 7 8 9 10 11\n"                            /* name too long */
+			  " 1 2 3 4 5 6 7 8 9 10 11\n" /* name too long */
 			  "\n"
 			  "   8 16 sdb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n" /* 21 fields */
-			  "   8 32 sdc 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"; /* no newline */
+			  "   8 32 sdc 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17";     /* no newline */
 	_cleanup_free_ struct diskstats_raw *a = NULL;
 	size_t bad = 0, cap = 0;
 
@@ -222,17 +222,20 @@ static void test_flush_rates_come_from_20_field_lines(void **state)
  * 49.7 days of accumulated time: the delta across the wrap is the true one. */
 static void test_32bit_time_field_wrap_gives_the_true_delta(void **state)
 {
-	struct diskstats_raw p = {.n_fields = 14, .reads = 1000, .read_ms = 4294967000ULL,
-				  .io_ms = 4294967200ULL, .weighted_ms = 4294967290ULL};
-	struct diskstats_raw c = {.n_fields = 14, .reads = 1496, .read_ms = 200, .io_ms = 404,
-				  .weighted_ms = 490};
+	struct diskstats_raw p = {.n_fields = 14,
+				  .reads = 1000,
+				  .read_ms = 4294967000ULL,
+				  .io_ms = 4294967200ULL,
+				  .weighted_ms = 4294967290ULL};
+	struct diskstats_raw c = {
+	    .n_fields = 14, .reads = 1496, .read_ms = 200, .io_ms = 404, .weighted_ms = 490};
 	struct device_rates r;
 
 	diskstats_derive(&p, &c, 1.0, &r);
 	assert_true(r.valid);
 	assert_float_equal(r.read_iops, 496, EPS);
 	assert_float_equal(r.read_await_sec, 0.001, EPS); /* 496 ms / 496 reads */
-	assert_float_equal(r.utilization, 0.5, EPS);      /* 500 ms of 1000 */
+	assert_float_equal(r.utilization, 0.5, EPS);	  /* 500 ms of 1000 */
 	assert_float_equal(r.queue_depth, 0.496, EPS);
 }
 
@@ -253,8 +256,11 @@ static void test_32bit_counter_wrap_gives_the_true_delta(void **state)
  * no negative rate, and no 4-billion-IOPS one either. */
 static void test_counter_reset_is_not_a_rate(void **state)
 {
-	struct diskstats_raw p = {.n_fields = 20, .reads = 5000000000ULL, .read_sectors = 9000000000ULL,
-				  .read_ms = 123456, .io_ms = 654321};
+	struct diskstats_raw p = {.n_fields = 20,
+				  .reads = 5000000000ULL,
+				  .read_sectors = 9000000000ULL,
+				  .read_ms = 123456,
+				  .io_ms = 654321};
 	struct diskstats_raw c = {.n_fields = 20, .reads = 12, .read_sectors = 96, .read_ms = 3, .io_ms = 4};
 	struct device_rates r;
 
@@ -323,11 +329,19 @@ static void test_utilization_never_exceeds_one(void **state)
  * 82.95% and 87.91% busy -> aggrutil 87.91%; ios and ticks averaged. */
 static void test_member_aggregate_is_fios_aggr(void **state)
 {
-	struct device_rates f = {.valid = true, .interval_sec = 60, .read_iops = 3000,
-				 .read_await_sec = 0.00078, .queue_depth = 2.34, .utilization = 0.8295,
+	struct device_rates f = {.valid = true,
+				 .interval_sec = 60,
+				 .read_iops = 3000,
+				 .read_await_sec = 0.00078,
+				 .queue_depth = 2.34,
+				 .utilization = 0.8295,
 				 .read_bytes_per_sec = 3000 * 4096.0};
-	struct device_rates g = {.valid = true, .interval_sec = 60, .read_iops = 3000,
-				 .read_await_sec = 0.00088, .queue_depth = 2.64, .utilization = 0.8791,
+	struct device_rates g = {.valid = true,
+				 .interval_sec = 60,
+				 .read_iops = 3000,
+				 .read_await_sec = 0.00088,
+				 .queue_depth = 2.64,
+				 .utilization = 0.8791,
 				 .read_bytes_per_sec = 3000 * 4096.0};
 	const struct device_rates *members[] = {&f, &g};
 	struct device_rates m;
@@ -352,20 +366,20 @@ static void test_member_aggregate_is_fios_aggr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parses_14_18_and_20_field_lines),
-		cmocka_unit_test(test_fixture_files_of_each_kernel_parse),
-		cmocka_unit_test(test_malformed_lines_are_skipped_and_counted),
-		cmocka_unit_test(test_parse_into_reuses_and_grows_the_array),
-		cmocka_unit_test(test_rates_follow_iostat_formulas),
-		cmocka_unit_test(test_discard_rates_come_from_18_field_lines),
-		cmocka_unit_test(test_flush_rates_come_from_20_field_lines),
-		cmocka_unit_test(test_32bit_time_field_wrap_gives_the_true_delta),
-		cmocka_unit_test(test_32bit_counter_wrap_gives_the_true_delta),
-		cmocka_unit_test(test_counter_reset_is_not_a_rate),
-		cmocka_unit_test(test_absurd_forward_jump_is_not_a_rate),
-		cmocka_unit_test(test_first_sample_and_zero_interval_are_not_rates),
-		cmocka_unit_test(test_utilization_never_exceeds_one),
-		cmocka_unit_test(test_member_aggregate_is_fios_aggr),
+	    cmocka_unit_test(test_parses_14_18_and_20_field_lines),
+	    cmocka_unit_test(test_fixture_files_of_each_kernel_parse),
+	    cmocka_unit_test(test_malformed_lines_are_skipped_and_counted),
+	    cmocka_unit_test(test_parse_into_reuses_and_grows_the_array),
+	    cmocka_unit_test(test_rates_follow_iostat_formulas),
+	    cmocka_unit_test(test_discard_rates_come_from_18_field_lines),
+	    cmocka_unit_test(test_flush_rates_come_from_20_field_lines),
+	    cmocka_unit_test(test_32bit_time_field_wrap_gives_the_true_delta),
+	    cmocka_unit_test(test_32bit_counter_wrap_gives_the_true_delta),
+	    cmocka_unit_test(test_counter_reset_is_not_a_rate),
+	    cmocka_unit_test(test_absurd_forward_jump_is_not_a_rate),
+	    cmocka_unit_test(test_first_sample_and_zero_interval_are_not_rates),
+	    cmocka_unit_test(test_utilization_never_exceeds_one),
+	    cmocka_unit_test(test_member_aggregate_is_fios_aggr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

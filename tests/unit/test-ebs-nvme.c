@@ -321,14 +321,14 @@ static void test_ioctl_on_something_that_is_not_nvme_fails_cleanly(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_volume_page_parses_every_counter_and_histogram),
-		cmocka_unit_test(test_pages_that_are_not_ebs_statistics_are_refused),
-		cmocka_unit_test(test_empty_histograms_are_valid),
-		cmocka_unit_test(test_model_and_volume_id),
-		cmocka_unit_test_setup_teardown(test_reader_finds_ebs_volumes_and_says_which_it_cannot_read,
-						tree_setup, tree_teardown),
-		cmocka_unit_test(test_reader_on_a_machine_without_ebs_finds_nothing),
-		cmocka_unit_test(test_ioctl_on_something_that_is_not_nvme_fails_cleanly),
+	    cmocka_unit_test(test_volume_page_parses_every_counter_and_histogram),
+	    cmocka_unit_test(test_pages_that_are_not_ebs_statistics_are_refused),
+	    cmocka_unit_test(test_empty_histograms_are_valid),
+	    cmocka_unit_test(test_model_and_volume_id),
+	    cmocka_unit_test_setup_teardown(test_reader_finds_ebs_volumes_and_says_which_it_cannot_read,
+					    tree_setup, tree_teardown),
+	    cmocka_unit_test(test_reader_on_a_machine_without_ebs_finds_nothing),
+	    cmocka_unit_test(test_ioctl_on_something_that_is_not_nvme_fails_cleanly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@
 #include "macro.h"
 
 #define EPS 1e-6
-#define T0 (1700000000ULL * USEC_PER_SEC)
+#define T0  (1700000000ULL * USEC_PER_SEC)
 
 static struct config *make_config(const char *text)
 {
@@ -58,8 +58,7 @@ static struct sampler_snapshot *snapshot(uint64_t realtime_usec, const char *con
 	return s;
 }
 
-static void append(struct history *h, uint64_t t, const char *const *names, size_t n, double base,
-		   bool valid)
+static void append(struct history *h, uint64_t t, const char *const *names, size_t n, double base, bool valid)
 {
 	struct sampler_snapshot *s = snapshot(t, names, n, base, valid);
 
@@ -139,9 +138,9 @@ static void test_invalid_samples_and_absent_devices_are_gaps(void **state)
 	size_t n;
 
 	assert_int_equal(history_new(cfg, &h), 0);
-	append(h, T0, both, 2, 1, false);       /* first sample: no rates */
+	append(h, T0, both, 2, 1, false); /* first sample: no rates */
 	append(h, T0 + 1 * USEC_PER_SEC, both, 2, 2, true);
-	append(h, T0 + 2 * USEC_PER_SEC, both, 1, 3, true); /* sdb vanished */
+	append(h, T0 + 2 * USEC_PER_SEC, both, 1, 3, true);  /* sdb vanished */
 	append(h, T0 + 3 * USEC_PER_SEC, both, 2, 4, false); /* sdb returned */
 	append(h, T0 + 4 * USEC_PER_SEC, both, 2, 5, true);
 
@@ -279,9 +278,8 @@ static void test_probe_points_are_kept_per_probe(void **state)
 
 	assert_int_equal(history_new(cfg, &h), 0);
 	for (unsigned i = 0; i < 15; i++) {
-		assert_int_equal(history_probe_append(h, "randread4k", T0 + i * USEC_PER_SEC, 0.0002, 0.001 * i,
-						      50),
-				 0);
+		assert_int_equal(
+		    history_probe_append(h, "randread4k", T0 + i * USEC_PER_SEC, 0.0002, 0.001 * i, 50), 0);
 	}
 	assert_int_equal(history_probe_append(h, "seqwrite", T0, 0.01, 0.02, 10), 0);
 	assert_int_equal(history_probe_query(h, "randread4k", 0, &p, &n), 0);
@@ -359,7 +357,8 @@ static void test_queries_run_concurrently_with_appends(void **state)
 	assert_int_equal(history_new(cfg, &r.h), 0);
 	assert_int_equal(pthread_create(&t, NULL, reader_thread, &r), 0);
 	/* append until the reader has overlapped with a good number of appends */
-	for (unsigned i = 0; i < 2000 || (__atomic_load_n(&r.queries, __ATOMIC_ACQUIRE) < 100 && i < 10000000); i++) {
+	for (unsigned i = 0;
+	     i < 2000 || (__atomic_load_n(&r.queries, __ATOMIC_ACQUIRE) < 100 && i < 10000000); i++) {
 		append(r.h, T0 + i * USEC_PER_SEC, names, 2, i, true);
 	}
 	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
@@ -372,16 +371,16 @@ static void test_queries_run_concurrently_with_appends(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_query_returns_the_window_oldest_first),
-		cmocka_unit_test(test_ring_keeps_only_the_configured_length),
-		cmocka_unit_test(test_invalid_samples_and_absent_devices_are_gaps),
-		cmocka_unit_test(test_devices_beyond_max_devices_get_no_ring),
-		cmocka_unit_test(test_history_memory_caps_the_number_of_rings),
-		cmocka_unit_test(test_step_averages_points_into_buckets),
-		cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
-		cmocka_unit_test(test_probe_points_are_kept_per_probe),
-		cmocka_unit_test(test_reload_keeps_history_unless_its_size_changes),
-		cmocka_unit_test(test_queries_run_concurrently_with_appends),
+	    cmocka_unit_test(test_query_returns_the_window_oldest_first),
+	    cmocka_unit_test(test_ring_keeps_only_the_configured_length),
+	    cmocka_unit_test(test_invalid_samples_and_absent_devices_are_gaps),
+	    cmocka_unit_test(test_devices_beyond_max_devices_get_no_ring),
+	    cmocka_unit_test(test_history_memory_caps_the_number_of_rings),
+	    cmocka_unit_test(test_step_averages_points_into_buckets),
+	    cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
+	    cmocka_unit_test(test_probe_points_are_kept_per_probe),
+	    cmocka_unit_test(test_reload_keeps_history_unless_its_size_changes),
+	    cmocka_unit_test(test_queries_run_concurrently_with_appends),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

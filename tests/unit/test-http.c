@@ -16,9 +16,10 @@
 static void test_openmetrics_only_when_asked_for(void **state)
 {
 	/* what Prometheus 2.x sends */
-	assert_int_equal(http_negotiate_format("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
-					       "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
-			 METRICS_FORMAT_OPENMETRICS);
+	assert_int_equal(
+	    http_negotiate_format("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+				  "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+	    METRICS_FORMAT_OPENMETRICS);
 	assert_int_equal(http_negotiate_format("application/openmetrics-text"), METRICS_FORMAT_OPENMETRICS);
 	assert_int_equal(http_negotiate_format("Application/OpenMetrics-Text; version=1.0.0; charset=utf-8"),
 			 METRICS_FORMAT_OPENMETRICS);
@@ -31,9 +32,12 @@ static void test_openmetrics_only_when_asked_for(void **state)
 	/* preferences and refusals */
 	assert_int_equal(http_negotiate_format("application/openmetrics-text;q=0.2,text/plain;q=0.9"),
 			 METRICS_FORMAT_PROMETHEUS);
-	assert_int_equal(http_negotiate_format("application/openmetrics-text;q=0"), METRICS_FORMAT_PROMETHEUS);
-	assert_int_equal(http_negotiate_format("application/openmetrics-text;q=bogus"), METRICS_FORMAT_PROMETHEUS);
-	assert_int_equal(http_negotiate_format("application/openmetrics-text;version=2.0.0"), METRICS_FORMAT_PROMETHEUS);
+	assert_int_equal(http_negotiate_format("application/openmetrics-text;q=0"),
+			 METRICS_FORMAT_PROMETHEUS);
+	assert_int_equal(http_negotiate_format("application/openmetrics-text;q=bogus"),
+			 METRICS_FORMAT_PROMETHEUS);
+	assert_int_equal(http_negotiate_format("application/openmetrics-text;version=2.0.0"),
+			 METRICS_FORMAT_PROMETHEUS);
 	/* garbage does not crash and falls back */
 	assert_int_equal(http_negotiate_format(";;;,,,;q=;version="), METRICS_FORMAT_PROMETHEUS);
 }
@@ -91,10 +95,10 @@ static void test_names_in_queries(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_openmetrics_only_when_asked_for),
-		cmocka_unit_test(test_gzip_only_when_accepted),
-		cmocka_unit_test(test_window_values_and_bad_values),
-		cmocka_unit_test(test_names_in_queries),
+	    cmocka_unit_test(test_openmetrics_only_when_asked_for),
+	    cmocka_unit_test(test_gzip_only_when_accepted),
+	    cmocka_unit_test(test_window_values_and_bad_values),
+	    cmocka_unit_test(test_names_in_queries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,8 +130,9 @@ static void test_publish_hands_each_snapshot_to_the_hook_before_serving_it(void 
 
 static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 {
-	static const char conf[] = "[global]\n"
-				   "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
+	static const char conf[] =
+	    "[global]\n"
+	    "[seq]\nrw=read\nbs=1m\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
 	struct config_errors errs = {0};
 	struct config *cfg = NULL;
 	struct registry *r = NULL;
@@ -181,8 +182,9 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 
 static void test_completed_runs_land_in_the_probe_history(void **state)
 {
-	static const char conf[] = "[global]\nhistory=10m\n"
-				   "[mix]\nrw=randrw\nbs=4k\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
+	static const char conf[] =
+	    "[global]\nhistory=10m\n"
+	    "[mix]\nrw=randrw\nbs=4k\nsize=64m\ndirectory=/srv\nruntime=1s\ninterval=10s\n";
 	struct config_errors errs = {0};
 	struct config *cfg = NULL;
 	struct registry *r = NULL;
@@ -231,8 +233,8 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 static void test_process_stat_parses_odd_command_names(void **state)
 {
 	static const char stat[] =
-		"4242 (io (psd) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 150 75 0 0 20 0 5 0 "
-		"123456 314572800 3072 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0\n";
+	    "4242 (io (psd) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 150 75 0 0 20 0 5 0 "
+	    "123456 314572800 3072 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0\n";
 	struct process_stats ps = {0};
 	uint64_t start;
 
@@ -249,7 +251,8 @@ static void test_btime_is_found_in_proc_stat(void **state)
 {
 	uint64_t btime = 0;
 
-	assert_int_equal(process_stats_parse_btime("cpu  1 2 3\nintr 5\nbtime 1699990000\nprocesses 9\n", &btime), 0);
+	assert_int_equal(
+	    process_stats_parse_btime("cpu  1 2 3\nintr 5\nbtime 1699990000\nprocesses 9\n", &btime), 0);
 	assert_int_equal(btime, 1699990000);
 	assert_int_equal(process_stats_parse_btime("cpu 1\n", &btime), -ENOENT);
 }

@@ -74,9 +74,12 @@ static void test_ebs_volume_families_with_a_real_sum(void **state)
 	assert_line(text, "iopsd_ebs_volume_ops_total{" L ",op=\"read\"} 1000000");
 	assert_line(text, "iopsd_ebs_volume_bytes_total{" L ",op=\"write\"} 8192000000");
 	assert_line(text, "# TYPE iopsd_ebs_volume_latency_seconds histogram");
-	assert_line(text, "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.000128\"} 100000");
-	assert_line(text, "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.000512\"} 800000");
-	assert_line(text, "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.065536\"} 999900");
+	assert_line(text,
+		    "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.000128\"} 100000");
+	assert_line(text,
+		    "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.000512\"} 800000");
+	assert_line(text,
+		    "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"0.065536\"} 999900");
 	assert_line(text, "iopsd_ebs_volume_latency_seconds_bucket{" L ",op=\"read\",le=\"+Inf\"} 1000000");
 	assert_line(text, "iopsd_ebs_volume_latency_seconds_sum{" L ",op=\"read\"} 612.345678");
 	assert_line(text, "iopsd_ebs_volume_latency_seconds_count{" L ",op=\"read\"} 1000000");
@@ -137,9 +140,9 @@ static void test_no_ebs_volume_no_ebs_family(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ebs_volume_families_with_a_real_sum),
-		cmocka_unit_test(test_unreadable_ebs_volume_says_why),
-		cmocka_unit_test(test_no_ebs_volume_no_ebs_family),
+	    cmocka_unit_test(test_ebs_volume_families_with_a_real_sum),
+	    cmocka_unit_test(test_unreadable_ebs_volume_says_why),
+	    cmocka_unit_test(test_no_ebs_volume_no_ebs_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

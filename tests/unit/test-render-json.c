@@ -33,7 +33,8 @@ static void test_status_matches_golden(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
 
-	assert_json_golden("status.json", render_json_status(s, false, "probe 'mixed' has not completed a run"));
+	assert_json_golden("status.json",
+			   render_json_status(s, false, "probe 'mixed' has not completed a run"));
 	snapshot_unref(s);
 }
 
@@ -70,9 +71,10 @@ static void test_unknown_figures_are_null_not_zero(void **state)
 	assert_true(json_is_null(json_object_get(json_object_get(md0, "limits"), "iops")));
 	assert_true(json_is_null(json_object_get(json_object_get(md0, "ceiling"), "iops_estimate")));
 	/* md0's diskstats have no discard fields */
-	assert_true(json_is_null(json_object_get(json_object_get(json_object_get(md0, "rates"), "iops"), "discard")));
-	assert_true(json_real_value(json_object_get(json_object_get(json_object_get(disk, "rates"), "iops"), "total")) ==
-		    3000.0);
+	assert_true(
+	    json_is_null(json_object_get(json_object_get(json_object_get(md0, "rates"), "iops"), "discard")));
+	assert_true(json_real_value(json_object_get(json_object_get(json_object_get(disk, "rates"), "iops"),
+						    "total")) == 3000.0);
 	assert_true(json_integer_value(json_object_get(json_object_get(disk, "limits"), "iops")) == 3000);
 	assert_true(json_is_true(json_object_get(json_object_get(disk, "ceiling"), "throttled")));
 	/* the mount point that is not UTF-8 is still a string */
@@ -81,7 +83,8 @@ static void test_unknown_figures_are_null_not_zero(void **state)
 
 	root = render_json_probes(s, "mixed");
 	assert_int_equal(json_array_size(json_object_get(root, "probes")), 1);
-	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(root, "probes"), 0), "last_run")));
+	assert_true(
+	    json_is_null(json_object_get(json_array_get(json_object_get(root, "probes"), 0), "last_run")));
 	json_decref(root);
 	snapshot_unref(s);
 }
@@ -134,7 +137,8 @@ static void test_history_has_one_column_entry_per_sample(void **state)
 	/* the partition had no valid rates: it has history slots but no points */
 	disk = NULL;
 	for (size_t i = 0; i < json_array_size(devices); i++) {
-		if (strcmp(json_string_value(json_object_get(json_array_get(devices, i), "name")), "nvme1n1") == 0) {
+		if (strcmp(json_string_value(json_object_get(json_array_get(devices, i), "name")),
+			   "nvme1n1") == 0) {
 			disk = json_array_get(devices, i);
 		}
 	}
@@ -149,7 +153,8 @@ static void test_history_has_one_column_entry_per_sample(void **state)
 	assert_int_equal(json_array_size(probes), 2);
 	series = json_object_get(json_array_get(probes, 0), "series");
 	assert_int_equal(json_array_size(json_object_get(series, "p99_seconds")), 1);
-	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "p99_seconds"), 0)) - 0.0005) < 1e-9);
+	assert_true(
+	    fabs(json_real_value(json_array_get(json_object_get(series, "p99_seconds"), 0)) - 0.0005) < 1e-9);
 	json_decref(root);
 
 	/* one device, one probe */
@@ -208,8 +213,10 @@ static void test_history_marks_each_second_at_the_limit_throttled_or_saturated(v
 	root = render_json_history(s, &q);
 	series = json_object_get(json_array_get(json_object_get(root, "devices"), 0), "series");
 	assert_int_equal(json_array_size(json_object_get(series, "at_limit")), 1);
-	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "at_limit"), 0)) - 0.75) < 1e-6);
-	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "throttled"), 0)) - 0.5) < 1e-6);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "at_limit"), 0)) - 0.75) <
+		    1e-6);
+	assert_true(fabs(json_real_value(json_array_get(json_object_get(series, "throttled"), 0)) - 0.5) <
+		    1e-6);
 	json_decref(root);
 
 	s->history = NULL;
@@ -260,8 +267,8 @@ static void test_learned_burst_in_the_ceiling(void **state)
 	fixture_learned_burst(c);
 	root = render_json_devices(s, "nvme1n1");
 	assert_non_null(root);
-	burst = json_object_get(json_object_get(json_array_get(json_object_get(root, "devices"), 0), "ceiling"),
-				"burst");
+	burst = json_object_get(
+	    json_object_get(json_array_get(json_object_get(root, "devices"), 0), "ceiling"), "burst");
 	assert_true(json_is_object(burst));
 	assert_float_equal(json_real_value(json_object_get(burst, "iops_estimate")), 3000, 1e-9);
 	assert_float_equal(json_real_value(json_object_get(burst, "base_iops_estimate")), 1000, 1e-9);
@@ -273,7 +280,8 @@ static void test_learned_burst_in_the_ceiling(void **state)
 static void test_shared_ceilings_in_the_devices(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
-	struct shared_ceiling_group g = {.devices = "vdb,vdc", .n_members = 2, .iops_estimate = 1500, .iops = 1500};
+	struct shared_ceiling_group g = {
+	    .devices = "vdb,vdc", .n_members = 2, .iops_estimate = 1500, .iops = 1500};
 	json_t *root, *sc;
 
 	s->samples->shared = malloc(sizeof(g));
@@ -300,15 +308,19 @@ static void test_instance_in_the_devices(void **state)
 	assert_true(json_is_null(json_object_get(root, "instance")));
 	json_decref(root);
 	s->samples->instance = (struct instance_state){
-		.is_declared = true, .throughput_limit = 593750000, .devices = strdup("nvme1n1"),
-		.iops = 100, .iops_limit_ratio = NAN, .throughput_limit_ratio = 0.5,
+	    .is_declared = true,
+	    .throughput_limit = 593750000,
+	    .devices = strdup("nvme1n1"),
+	    .iops = 100,
+	    .iops_limit_ratio = NAN,
+	    .throughput_limit_ratio = 0.5,
 	};
 	root = render_json_devices(s, NULL);
 	in = json_object_get(root, "instance");
 	assert_string_equal(json_string_value(json_array_get(json_object_get(in, "devices"), 0)), "nvme1n1");
 	assert_true(json_is_null(json_object_get(json_object_get(in, "limits"), "iops")));
-	assert_float_equal(json_real_value(json_object_get(json_object_get(in, "limits"), "throughput_ratio")), 0.5,
-			   1e-9);
+	assert_float_equal(
+	    json_real_value(json_object_get(json_object_get(in, "limits"), "throughput_ratio")), 0.5, 1e-9);
 	json_decref(root);
 	snapshot_unref(s);
 }
@@ -326,18 +338,18 @@ static void test_status_names_the_host(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_status_matches_golden),
-		cmocka_unit_test(test_devices_match_golden),
-		cmocka_unit_test(test_probes_match_golden),
-		cmocka_unit_test(test_unknown_figures_are_null_not_zero),
-		cmocka_unit_test(test_strings_keep_valid_utf8_and_replace_only_invalid_bytes),
-		cmocka_unit_test(test_history_has_one_column_entry_per_sample),
-		cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
-		cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
-		cmocka_unit_test(test_learned_burst_in_the_ceiling),
-		cmocka_unit_test(test_shared_ceilings_in_the_devices),
-		cmocka_unit_test(test_instance_in_the_devices),
-		cmocka_unit_test(test_status_names_the_host),
+	    cmocka_unit_test(test_status_matches_golden),
+	    cmocka_unit_test(test_devices_match_golden),
+	    cmocka_unit_test(test_probes_match_golden),
+	    cmocka_unit_test(test_unknown_figures_are_null_not_zero),
+	    cmocka_unit_test(test_strings_keep_valid_utf8_and_replace_only_invalid_bytes),
+	    cmocka_unit_test(test_history_has_one_column_entry_per_sample),
+	    cmocka_unit_test(test_history_marks_each_second_at_the_limit_throttled_or_saturated),
+	    cmocka_unit_test(test_array_held_by_a_member_and_probe_on_it),
+	    cmocka_unit_test(test_learned_burst_in_the_ceiling),
+	    cmocka_unit_test(test_shared_ceilings_in_the_devices),
+	    cmocka_unit_test(test_instance_in_the_devices),
+	    cmocka_unit_test(test_status_names_the_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -63,7 +63,8 @@ static void test_fsync_has_ops_and_iops_but_no_bytes(void **state)
 	assert_non_null(strstr(text, "\niopsd_probe_ops_total{" L ",op=\"fsync\"} 7\n"));
 	assert_non_null(strstr(text, "\niopsd_probe_iops{" L ",op=\"fsync\"} 2.5\n"));
 	assert_non_null(strstr(text, "\niopsd_probe_iops{" L ",op=\"write\"} 20\n"));
-	assert_non_null(strstr(text, "\niopsd_probe_throughput_bytes_per_second{" L ",op=\"write\"} 81920\n"));
+	assert_non_null(
+	    strstr(text, "\niopsd_probe_throughput_bytes_per_second{" L ",op=\"write\"} 81920\n"));
 	assert_non_null(strstr(text, "\niopsd_probe_bytes_total{" L ",op=\"write\"} 0\n"));
 	assert_null(strstr(text, "iopsd_probe_throughput_bytes_per_second{" L ",op=\"fsync\"}"));
 	assert_null(strstr(text, "iopsd_probe_bytes_total{" L ",op=\"fsync\"}"));
@@ -111,7 +112,11 @@ static void test_shared_ceiling_names_its_devices(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
 	struct shared_ceiling_group g = {
-		.devices = "vdb,vdc,vdd", .n_members = 3, .iops_estimate = 1500, .iops = 1499.5, .is_throttled = true,
+	    .devices = "vdb,vdc,vdd",
+	    .n_members = 3,
+	    .iops_estimate = 1500,
+	    .iops = 1499.5,
+	    .is_throttled = true,
 	};
 	char *text = render(s, METRICS_FORMAT_PROMETHEUS);
 
@@ -136,9 +141,15 @@ static void test_instance_limits_are_exported_when_declared(void **state)
 	char *text;
 
 	s->samples->instance = (struct instance_state){
-		.is_declared = true, .iops_limit = 18750, .devices = strdup("nvme1n1,nvme2n1"),
-		.iops = 18000, .bytes_per_sec = 73728000, .iops_limit_ratio = 0.96, .throughput_limit_ratio = NAN,
-		.at_ceiling_iops_seconds = 42, .is_at_limit = true,
+	    .is_declared = true,
+	    .iops_limit = 18750,
+	    .devices = strdup("nvme1n1,nvme2n1"),
+	    .iops = 18000,
+	    .bytes_per_sec = 73728000,
+	    .iops_limit_ratio = 0.96,
+	    .throughput_limit_ratio = NAN,
+	    .at_ceiling_iops_seconds = 42,
+	    .is_at_limit = true,
 	};
 	assert_non_null(s->samples->instance.devices);
 	text = render(s, METRICS_FORMAT_PROMETHEUS);
@@ -166,8 +177,9 @@ static void test_device_info_has_the_volume_id_where_known(void **state)
 	text = render(s, METRICS_FORMAT_PROMETHEUS);
 	assert_non_null(strstr(text, "\niopsd_device_info{device=\"nvme1n1\",kind=\"disk\",members=\"\","
 				     "mountpoint=\"/data\",volume_id=\"vol-0123456789abcdef0\"} 1\n"));
-	assert_non_null(strstr(text, "\niopsd_device_info{device=\"md0\",kind=\"md\",members=\"nvme2n1,nvme3n1\","
-				     "mountpoint=\"/srv\"} 1\n"));
+	assert_non_null(strstr(text,
+			       "\niopsd_device_info{device=\"md0\",kind=\"md\",members=\"nvme2n1,nvme3n1\","
+			       "mountpoint=\"/srv\"} 1\n"));
 	free(text);
 	snapshot_unref(s);
 }
@@ -182,8 +194,11 @@ static void test_ceiling_below_the_declared_limit_is_a_ratio(void **state)
 	s->samples->devices[0].ceiling.iops_ceiling_limit_ratio = 1000.0 / 3000;
 	s->samples->devices[0].ceiling.throughput_ceiling_limit_ratio = 0.1;
 	text = render(s, METRICS_FORMAT_PROMETHEUS);
-	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"iops\"} 0.333333333333333"));
-	assert_non_null(strstr(text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"throughput\"} 0.1\n"));
+	assert_non_null(strstr(
+	    text,
+	    "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"iops\"} 0.333333333333333"));
+	assert_non_null(strstr(
+	    text, "\niopsd_device_ceiling_limit_ratio{device=\"nvme1n1\",resource=\"throughput\"} 0.1\n"));
 	assert_null(strstr(text, "iopsd_device_ceiling_limit_ratio{device=\"md0\""));
 	free(text);
 	snapshot_unref(s);
@@ -207,7 +222,8 @@ static void test_learned_burst_is_exported_once_known(void **state)
 	assert_non_null(strstr(text, "\niopsd_device_burst_base_iops_estimate{device=\"md0\"} 1000\n"));
 	assert_non_null(strstr(text, "\niopsd_device_burst_credits_estimate{device=\"md0\"} 60000\n"));
 	assert_non_null(strstr(text, "\niopsd_device_burst_duration_seconds{device=\"md0\"} 30\n"));
-	assert_non_null(strstr(text, "\niopsd_device_burst_exhausted_timestamp_seconds{device=\"md0\"} 1699999970.5\n"));
+	assert_non_null(
+	    strstr(text, "\niopsd_device_burst_exhausted_timestamp_seconds{device=\"md0\"} 1699999970.5\n"));
 	assert_non_null(strstr(text, "\niopsd_device_burst_balance_ratio{device=\"md0\"} 0\n"));
 	/* the declared one of the fixture is still there, the others have none */
 	assert_non_null(strstr(text, "\niopsd_device_burst_balance_ratio{device=\"nvme1n1\"} 0.25\n"));
@@ -418,23 +434,23 @@ static void test_every_family_has_help_and_type(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_text_format_matches_golden),
-		cmocka_unit_test(test_openmetrics_matches_golden),
-		cmocka_unit_test(test_array_names_the_member_that_holds_it),
-		cmocka_unit_test(test_learned_burst_is_exported_once_known),
-		cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
-		cmocka_unit_test(test_device_info_has_the_volume_id_where_known),
-		cmocka_unit_test(test_shared_ceiling_names_its_devices),
-		cmocka_unit_test(test_instance_limits_are_exported_when_declared),
-		cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
-		cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
-		cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),
-		cmocka_unit_test(test_values_are_shortest_round_trip),
-		cmocka_unit_test(test_openmetrics_le_is_canonical),
-		cmocka_unit_test(test_histogram_buckets_are_cumulative_up_to_inf_equal_to_count),
-		cmocka_unit_test(test_openmetrics_counters_drop_total_in_type_and_end_with_eof),
-		cmocka_unit_test(test_limit_families_only_for_declared_limits),
-		cmocka_unit_test(test_every_family_has_help_and_type),
+	    cmocka_unit_test(test_text_format_matches_golden),
+	    cmocka_unit_test(test_openmetrics_matches_golden),
+	    cmocka_unit_test(test_array_names_the_member_that_holds_it),
+	    cmocka_unit_test(test_learned_burst_is_exported_once_known),
+	    cmocka_unit_test(test_ceiling_below_the_declared_limit_is_a_ratio),
+	    cmocka_unit_test(test_device_info_has_the_volume_id_where_known),
+	    cmocka_unit_test(test_shared_ceiling_names_its_devices),
+	    cmocka_unit_test(test_instance_limits_are_exported_when_declared),
+	    cmocka_unit_test(test_fsync_has_ops_and_iops_but_no_bytes),
+	    cmocka_unit_test(test_fresh_daemon_renders_without_devices_or_runs),
+	    cmocka_unit_test(test_label_values_escape_quote_backslash_newline_and_bad_utf8),
+	    cmocka_unit_test(test_values_are_shortest_round_trip),
+	    cmocka_unit_test(test_openmetrics_le_is_canonical),
+	    cmocka_unit_test(test_histogram_buckets_are_cumulative_up_to_inf_equal_to_count),
+	    cmocka_unit_test(test_openmetrics_counters_drop_total_in_type_and_end_with_eof),
+	    cmocka_unit_test(test_limit_families_only_for_declared_limits),
+	    cmocka_unit_test(test_every_family_has_help_and_type),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,7 +89,8 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 		assert_int_equal(render_prom(snap, (enum metrics_format)fmt, &text, &len), 0);
 		lines = sampler_lines(text);
 		/* the md aggregate is the point of the fixture: never lose it */
-		assert_non_null(strstr(lines, "iopsd_device_member_utilization_ratio{device=\"md0\"} 0.8791"));
+		assert_non_null(
+		    strstr(lines, "iopsd_device_member_utilization_ratio{device=\"md0\"} 0.8791"));
 		assert_golden(fmt == METRICS_FORMAT_PROMETHEUS ? golden_prom : golden_om, lines);
 	}
 	snapshot_unref(snap);
@@ -159,8 +160,8 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixture_tree_device_metrics_match_golden),
-		cmocka_unit_test(test_probe_device_follows_a_mount_on_its_target),
+	    cmocka_unit_test(test_fixture_tree_device_metrics_match_golden),
+	    cmocka_unit_test(test_probe_device_follows_a_mount_on_its_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

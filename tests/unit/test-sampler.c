@@ -171,10 +171,10 @@ static void test_partitions_holding_a_configured_target_are_kept(void **state)
 	dev_t disk = 0;
 
 	sampler_env_setup(&e, "ec2-md-raid0",
-		  "[global]\n"
-		  "[spacey]\nrw=randread\ndirectory=/mnt/my disk/probe\n"
-		  "[mysql]\nrw=randread\ndirectory=/var/lib/mysql\n"
-		  "[device /]\niops_limit=3000\n");
+			  "[global]\n"
+			  "[spacey]\nrw=randread\ndirectory=/mnt/my disk/probe\n"
+			  "[mysql]\nrw=randread\ndirectory=/var/lib/mysql\n"
+			  "[device /]\niops_limit=3000\n");
 	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvda1,xvdf,xvdg,nvme0n1,nvme0n1p1,md0,dm-0,loop1");
 	/* a partition's runs are serialised on its whole disk */
@@ -482,8 +482,8 @@ static void test_declared_limits_reach_the_device(void **state)
 	struct sampler_snapshot *s;
 
 	sampler_env_setup(&e, "ec2-md-raid0",
-		  "[global]\n[device /data]\niops_limit=6000\nthroughput_limit=250m\n"
-		  "[device xvdf]\niops_limit=3000\n");
+			  "[global]\n[device /data]\niops_limit=6000\nthroughput_limit=250m\n"
+			  "[device xvdf]\niops_limit=3000\n");
 	s = sampler_env_sample(&e, 0);
 	assert_int_equal(get(s, "md0")->ceiling.iops_limit, 6000);
 	assert_int_equal(get(s, "md0")->ceiling.throughput_limit, 250ULL << 20);
@@ -606,30 +606,54 @@ static void test_members_the_filter_drops_still_hold_the_array(void **state)
  * array; per second IOPS, aqu-sz, %util of the virtio member, the NVMe
  * member and the array. The members take turns at holding the queue. */
 static const double qemu_raid0_500x2[][9] = {
-	{0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0}, {307.8, 2.21, 42.0, 304.8, 5.28, 49.6, 627.6, 7.57, 50.0},
-	{499.4, 7.97, 98.5, 500.4, 7.51, 100.0, 1000.8, 15.35, 100.0}, {500.5, 14.03, 100.0, 470.5, 1.05, 38.4, 971.1, 14.95, 100.0},
-	{493.5, 14.61, 98.7, 451.2, 0.26, 27.9, 933.8, 14.84, 98.7}, {506.9, 11.73, 93.2, 535.4, 0.75, 47.6, 1052.5, 12.50, 97.3},
-	{476.7, 9.38, 93.3, 479.6, 2.05, 68.7, 943.4, 11.55, 97.7}, {514.3, 4.69, 82.5, 520.3, 9.08, 98.2, 1046.7, 14.12, 100.0},
-	{508.6, 0.39, 28.0, 500.6, 14.09, 97.7, 1011.2, 14.74, 99.3}, {498.3, 4.71, 78.3, 496.3, 9.78, 99.1, 987.6, 14.70, 99.9},
-	{502.1, 6.79, 96.0, 497.1, 4.58, 82.8, 996.2, 11.73, 99.2}, {500.1, 3.78, 77.5, 506.1, 10.69, 98.2, 1013.1, 14.60, 99.8},
-	{499.5, 10.64, 97.7, 474.5, 3.55, 72.5, 974.1, 14.32, 100.0}, {497.0, 11.31, 99.8, 525.7, 3.10, 69.3, 1014.8, 14.55, 99.8},
-	{434.8, 0.54, 30.7, 499.4, 12.74, 98.9, 940.3, 13.69, 98.5}, {529.7, 3.39, 70.2, 500.6, 11.65, 99.9, 1035.3, 15.25, 99.9},
-	{486.7, 0.43, 33.6, 499.7, 14.37, 99.9, 986.4, 15.13, 99.9}, {513.0, 9.80, 88.4, 493.0, 4.84, 62.8, 1004.0, 14.82, 100.0},
-	{500.5, 9.23, 91.0, 487.6, 2.04, 62.1, 990.0, 11.41, 95.3}, {497.8, 12.75, 100.0, 498.9, 2.38, 73.7, 995.7, 15.26, 100.0},
-	{501.2, 13.48, 100.0, 502.2, 1.90, 58.6, 999.5, 15.37, 100.0}, {449.6, 5.87, 73.7, 423.5, 2.55, 59.9, 866.6, 8.73, 85.6},
-	{430.6, 2.86, 73.5, 440.4, 2.77, 68.3, 866.6, 6.50, 97.0}, {500.0, 1.67, 62.1, 527.0, 8.93, 90.2, 1037.0, 10.63, 95.0},
-	{502.1, 9.79, 92.0, 484.1, 5.24, 57.2, 991.3, 15.26, 100.0}, {500.4, 15.15, 99.7, 479.4, 0.22, 23.2, 981.8, 15.54, 99.7},
-	{499.0, 14.63, 99.8, 495.0, 0.37, 34.6, 992.0, 15.18, 99.8}, {500.0, 14.36, 100.0, 490.0, 0.39, 34.5, 991.0, 14.96, 100.0},
-	{501.5, 14.14, 100.0, 478.4, 0.40, 36.4, 978.9, 14.77, 100.0}, {499.3, 14.72, 100.0, 512.4, 0.36, 28.0, 1012.7, 15.25, 100.0},
-	{500.3, 15.29, 99.9, 505.3, 0.16, 18.8, 1005.6, 15.62, 99.9}, {499.4, 14.94, 100.0, 505.4, 0.52, 37.2, 1004.8, 15.60, 100.0},
-	{500.5, 13.19, 97.7, 502.5, 2.40, 50.8, 1002.9, 15.79, 99.7}, {485.7, 5.93, 75.2, 499.7, 9.67, 93.9, 985.4, 15.83, 99.9},
-	{435.7, 0.12, 18.0, 500.6, 15.55, 100.0, 936.3, 15.63, 100.0}, {472.4, 0.13, 16.4, 499.4, 15.43, 100.0, 971.8, 15.51, 100.0},
-	{501.9, 0.17, 16.4, 499.9, 15.36, 100.0, 1001.9, 15.44, 100.0}, {517.3, 0.13, 16.8, 500.3, 15.51, 99.7, 1017.6, 15.63, 99.7},
-	{457.2, 0.23, 21.6, 500.3, 15.42, 100.0, 957.5, 15.60, 100.0}, {529.1, 1.22, 32.0, 500.1, 14.55, 100.0, 1027.1, 15.75, 100.0},
-	{499.7, 10.12, 99.9, 499.7, 5.49, 73.6, 1001.5, 15.47, 99.9}, {500.0, 5.33, 92.4, 500.0, 10.29, 100.0, 1000.1, 15.40, 100.0},
-	{500.0, 10.90, 100.0, 500.0, 4.65, 90.8, 1000.1, 15.31, 100.0}, {498.9, 8.82, 98.8, 499.9, 6.71, 93.6, 998.9, 15.22, 100.0},
-	{501.3, 10.70, 96.1, 487.3, 4.73, 75.6, 988.5, 15.25, 100.0}, {497.6, 8.98, 90.7, 512.5, 6.66, 72.3, 1010.1, 15.55, 100.0},
-	{223.1, 0.05, 5.6, 255.1, 7.91, 50.8, 462.1, 7.95, 50.8}, {0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0},
+    {0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0},
+    {307.8, 2.21, 42.0, 304.8, 5.28, 49.6, 627.6, 7.57, 50.0},
+    {499.4, 7.97, 98.5, 500.4, 7.51, 100.0, 1000.8, 15.35, 100.0},
+    {500.5, 14.03, 100.0, 470.5, 1.05, 38.4, 971.1, 14.95, 100.0},
+    {493.5, 14.61, 98.7, 451.2, 0.26, 27.9, 933.8, 14.84, 98.7},
+    {506.9, 11.73, 93.2, 535.4, 0.75, 47.6, 1052.5, 12.50, 97.3},
+    {476.7, 9.38, 93.3, 479.6, 2.05, 68.7, 943.4, 11.55, 97.7},
+    {514.3, 4.69, 82.5, 520.3, 9.08, 98.2, 1046.7, 14.12, 100.0},
+    {508.6, 0.39, 28.0, 500.6, 14.09, 97.7, 1011.2, 14.74, 99.3},
+    {498.3, 4.71, 78.3, 496.3, 9.78, 99.1, 987.6, 14.70, 99.9},
+    {502.1, 6.79, 96.0, 497.1, 4.58, 82.8, 996.2, 11.73, 99.2},
+    {500.1, 3.78, 77.5, 506.1, 10.69, 98.2, 1013.1, 14.60, 99.8},
+    {499.5, 10.64, 97.7, 474.5, 3.55, 72.5, 974.1, 14.32, 100.0},
+    {497.0, 11.31, 99.8, 525.7, 3.10, 69.3, 1014.8, 14.55, 99.8},
+    {434.8, 0.54, 30.7, 499.4, 12.74, 98.9, 940.3, 13.69, 98.5},
+    {529.7, 3.39, 70.2, 500.6, 11.65, 99.9, 1035.3, 15.25, 99.9},
+    {486.7, 0.43, 33.6, 499.7, 14.37, 99.9, 986.4, 15.13, 99.9},
+    {513.0, 9.80, 88.4, 493.0, 4.84, 62.8, 1004.0, 14.82, 100.0},
+    {500.5, 9.23, 91.0, 487.6, 2.04, 62.1, 990.0, 11.41, 95.3},
+    {497.8, 12.75, 100.0, 498.9, 2.38, 73.7, 995.7, 15.26, 100.0},
+    {501.2, 13.48, 100.0, 502.2, 1.90, 58.6, 999.5, 15.37, 100.0},
+    {449.6, 5.87, 73.7, 423.5, 2.55, 59.9, 866.6, 8.73, 85.6},
+    {430.6, 2.86, 73.5, 440.4, 2.77, 68.3, 866.6, 6.50, 97.0},
+    {500.0, 1.67, 62.1, 527.0, 8.93, 90.2, 1037.0, 10.63, 95.0},
+    {502.1, 9.79, 92.0, 484.1, 5.24, 57.2, 991.3, 15.26, 100.0},
+    {500.4, 15.15, 99.7, 479.4, 0.22, 23.2, 981.8, 15.54, 99.7},
+    {499.0, 14.63, 99.8, 495.0, 0.37, 34.6, 992.0, 15.18, 99.8},
+    {500.0, 14.36, 100.0, 490.0, 0.39, 34.5, 991.0, 14.96, 100.0},
+    {501.5, 14.14, 100.0, 478.4, 0.40, 36.4, 978.9, 14.77, 100.0},
+    {499.3, 14.72, 100.0, 512.4, 0.36, 28.0, 1012.7, 15.25, 100.0},
+    {500.3, 15.29, 99.9, 505.3, 0.16, 18.8, 1005.6, 15.62, 99.9},
+    {499.4, 14.94, 100.0, 505.4, 0.52, 37.2, 1004.8, 15.60, 100.0},
+    {500.5, 13.19, 97.7, 502.5, 2.40, 50.8, 1002.9, 15.79, 99.7},
+    {485.7, 5.93, 75.2, 499.7, 9.67, 93.9, 985.4, 15.83, 99.9},
+    {435.7, 0.12, 18.0, 500.6, 15.55, 100.0, 936.3, 15.63, 100.0},
+    {472.4, 0.13, 16.4, 499.4, 15.43, 100.0, 971.8, 15.51, 100.0},
+    {501.9, 0.17, 16.4, 499.9, 15.36, 100.0, 1001.9, 15.44, 100.0},
+    {517.3, 0.13, 16.8, 500.3, 15.51, 99.7, 1017.6, 15.63, 99.7},
+    {457.2, 0.23, 21.6, 500.3, 15.42, 100.0, 957.5, 15.60, 100.0},
+    {529.1, 1.22, 32.0, 500.1, 14.55, 100.0, 1027.1, 15.75, 100.0},
+    {499.7, 10.12, 99.9, 499.7, 5.49, 73.6, 1001.5, 15.47, 99.9},
+    {500.0, 5.33, 92.4, 500.0, 10.29, 100.0, 1000.1, 15.40, 100.0},
+    {500.0, 10.90, 100.0, 500.0, 4.65, 90.8, 1000.1, 15.31, 100.0},
+    {498.9, 8.82, 98.8, 499.9, 6.71, 93.6, 998.9, 15.22, 100.0},
+    {501.3, 10.70, 96.1, 487.3, 4.73, 75.6, 988.5, 15.25, 100.0},
+    {497.6, 8.98, 90.7, 512.5, 6.66, 72.3, 1010.1, 15.55, 100.0},
+    {223.1, 0.05, 5.6, 255.1, 7.91, 50.8, 462.1, 7.95, 50.8},
+    {0.0, 0.00, 0.0, 0.0, 0.00, 0.0, 0.0, 0.00, 0.0},
 };
 
 static void test_members_capped_alike_take_turns_at_holding_the_array(void **state)
@@ -723,11 +747,11 @@ static void test_volume_id_from_an_ebs_style_serial(void **state)
 
 	sampler_env_setup(&e, "ec2-md-raid0", "[global]\ndevice_include=^(nvme|xvd[fg])\n");
 	sampler_env_private_sysfs(&e);
-	snprintf(path, sizeof(path), "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/serial",
-		 e.sys);
+	snprintf(path, sizeof(path),
+		 "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/serial", e.sys);
 	sampler_env_write_file(path, "vol0123456789abcdef0        \n");
-	snprintf(path, sizeof(path), "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/model",
-		 e.sys);
+	snprintf(path, sizeof(path),
+		 "%s/devices/pci0000:00/0000:00:1f.0/nvme/nvme0/block/nvme0n1/device/model", e.sys);
 	sampler_env_write_file(path, "QEMU NVMe Ctrl                          \n");
 	snprintf(path, sizeof(path), "%s/devices/vbd-51792/block/xvdf/serial", e.sys);
 	sampler_env_write_file(path, "vol1a2b3c4d\n");
@@ -817,29 +841,29 @@ static void test_md_member_failure_is_seen_at_the_next_sample(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_md0_members_reproduce_the_fio_run),
-		cmocka_unit_test(test_default_filter_drops_ram_zram_unused_loops_and_partitions),
-		cmocka_unit_test(test_default_filter_drops_floppy_drives),
-		cmocka_unit_test(test_partitions_holding_a_configured_target_are_kept),
-		cmocka_unit_test(test_include_and_exclude_regexes_select_devices),
-		cmocka_unit_test(test_reload_applies_the_new_filter),
-		cmocka_unit_test(test_bad_regex_is_refused),
-		cmocka_unit_test(test_device_vanishing_and_returning_restarts_its_rates),
-		cmocka_unit_test(test_kernel_4x_trees_sample_without_psi),
-		cmocka_unit_test(test_psi_totals_are_in_the_snapshot),
-		cmocka_unit_test(test_snapshot_outlives_the_sampler),
-		cmocka_unit_test(test_max_devices_caps_the_snapshot),
-		cmocka_unit_test(test_malformed_lines_are_counted_across_samples),
-		cmocka_unit_test(test_loop_device_set_up_later_appears),
-		cmocka_unit_test(test_new_mount_is_noticed_at_the_next_refresh),
-		cmocka_unit_test(test_declared_limits_reach_the_device),
-		cmocka_unit_test(test_array_is_held_by_its_throttled_member),
-		cmocka_unit_test(test_members_the_filter_drops_still_hold_the_array),
-		cmocka_unit_test(test_members_capped_alike_take_turns_at_holding_the_array),
-		cmocka_unit_test(test_volume_id_from_an_ebs_style_serial),
-		cmocka_unit_test(test_instance_limits_count_the_volumes_together),
-		cmocka_unit_test(test_missing_diskstats_is_an_error),
-		cmocka_unit_test(test_md_member_failure_is_seen_at_the_next_sample),
+	    cmocka_unit_test(test_md0_members_reproduce_the_fio_run),
+	    cmocka_unit_test(test_default_filter_drops_ram_zram_unused_loops_and_partitions),
+	    cmocka_unit_test(test_default_filter_drops_floppy_drives),
+	    cmocka_unit_test(test_partitions_holding_a_configured_target_are_kept),
+	    cmocka_unit_test(test_include_and_exclude_regexes_select_devices),
+	    cmocka_unit_test(test_reload_applies_the_new_filter),
+	    cmocka_unit_test(test_bad_regex_is_refused),
+	    cmocka_unit_test(test_device_vanishing_and_returning_restarts_its_rates),
+	    cmocka_unit_test(test_kernel_4x_trees_sample_without_psi),
+	    cmocka_unit_test(test_psi_totals_are_in_the_snapshot),
+	    cmocka_unit_test(test_snapshot_outlives_the_sampler),
+	    cmocka_unit_test(test_max_devices_caps_the_snapshot),
+	    cmocka_unit_test(test_malformed_lines_are_counted_across_samples),
+	    cmocka_unit_test(test_loop_device_set_up_later_appears),
+	    cmocka_unit_test(test_new_mount_is_noticed_at_the_next_refresh),
+	    cmocka_unit_test(test_declared_limits_reach_the_device),
+	    cmocka_unit_test(test_array_is_held_by_its_throttled_member),
+	    cmocka_unit_test(test_members_the_filter_drops_still_hold_the_array),
+	    cmocka_unit_test(test_members_capped_alike_take_turns_at_holding_the_array),
+	    cmocka_unit_test(test_volume_id_from_an_ebs_style_serial),
+	    cmocka_unit_test(test_instance_limits_count_the_volumes_together),
+	    cmocka_unit_test(test_missing_diskstats_is_an_error),
+	    cmocka_unit_test(test_md_member_failure_is_seen_at_the_next_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,12 +157,12 @@ struct group_run {
 static struct device_rates rates(double iops, double queue, double util)
 {
 	return (struct device_rates){
-		.valid = true,
-		.interval_sec = 1.0,
-		.read_iops = iops,
-		.read_bytes_per_sec = iops * 4096,
-		.queue_depth = queue,
-		.utilization = util,
+	    .valid = true,
+	    .interval_sec = 1.0,
+	    .read_iops = iops,
+	    .read_bytes_per_sec = iops * 4096,
+	    .queue_depth = queue,
+	    .utilization = util,
 	};
 }
 

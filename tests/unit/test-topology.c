@@ -68,12 +68,12 @@ static void test_mountinfo_unescapes_octal(void **state)
 static void test_mountinfo_parses_fields_and_skips_malformed_lines(void **state)
 {
 	const char *buf =
-		"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
-		"garbage line\n"
-		"37 35 8:1 / /no/separator rw\n"
-		"38 35 x:1 / /bad/devnum rw - ext4 /dev/sda1 rw\n"
-		"41 22 259:1 / /mnt/my\\040disk rw,relatime shared:31 unbindable - ext4 /dev/nvme0n1p1 rw\n"
-		"42 22 0:44 / /srv rw - btrfs /dev/sdb rw\n";
+	    "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"
+	    "garbage line\n"
+	    "37 35 8:1 / /no/separator rw\n"
+	    "38 35 x:1 / /bad/devnum rw - ext4 /dev/sda1 rw\n"
+	    "41 22 259:1 / /mnt/my\\040disk rw,relatime shared:31 unbindable - ext4 /dev/nvme0n1p1 rw\n"
+	    "42 22 0:44 / /srv rw - btrfs /dev/sdb rw\n";
 	struct mountinfo_entry *e = NULL;
 	int n;
 
@@ -225,8 +225,8 @@ static void test_overmount_hides_the_earlier_mount(void **state)
 {
 	struct topology t = {0};
 	struct topology_device devs[2] = {
-		{.name = "sda1", .major = 8, .minor = 1},
-		{.name = "sdb1", .major = 8, .minor = 17},
+	    {.name = "sda1", .major = 8, .minor = 1},
+	    {.name = "sdb1", .major = 8, .minor = 17},
 	};
 	int n;
 
@@ -247,8 +247,8 @@ static void test_overmount_hides_the_earlier_mount(void **state)
 static void test_device_missing_from_sysfs_gets_defaults(void **state)
 {
 	struct diskstats_raw a[] = {
-		{.major = 8, .minor = 64, .name = "sde", .n_fields = 14},
-		{.major = 9, .minor = 1, .name = "md1", .n_fields = 14},
+	    {.major = 8, .minor = 64, .name = "sde", .n_fields = 14},
+	    {.major = 9, .minor = 1, .name = "md1", .n_fields = 14},
 	};
 	struct topology *t = NULL;
 	char sys[1024];
@@ -310,17 +310,17 @@ static void test_absent_psi_is_not_an_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mountinfo_unescapes_octal),
-		cmocka_unit_test(test_mountinfo_parses_fields_and_skips_malformed_lines),
-		cmocka_unit_test(test_partition_maps_to_its_whole_disk),
-		cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
-		cmocka_unit_test(test_attributes_come_from_sysfs),
-		cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
-		cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
-		cmocka_unit_test(test_overmount_hides_the_earlier_mount),
-		cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),
-		cmocka_unit_test(test_pressure_totals_are_parsed),
-		cmocka_unit_test(test_absent_psi_is_not_an_error),
+	    cmocka_unit_test(test_mountinfo_unescapes_octal),
+	    cmocka_unit_test(test_mountinfo_parses_fields_and_skips_malformed_lines),
+	    cmocka_unit_test(test_partition_maps_to_its_whole_disk),
+	    cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
+	    cmocka_unit_test(test_attributes_come_from_sysfs),
+	    cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
+	    cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
+	    cmocka_unit_test(test_overmount_hides_the_earlier_mount),
+	    cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),
+	    cmocka_unit_test(test_pressure_totals_are_parsed),
+	    cmocka_unit_test(test_absent_psi_is_not_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

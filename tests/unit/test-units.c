@@ -15,10 +15,10 @@ static void test_size_suffixes_are_powers_of_1024(void **state)
 		const char *s;
 		uint64_t v;
 	} ok[] = {
-		{"512", 512},          {"4k", 4096},           {"4K", 4096},
-		{"4kb", 4096},         {"4KiB", 4096},         {"100m", 100ULL << 20},
-		{"64MiB", 64ULL << 20}, {"1g", 1ULL << 30},     {"2GiB", 2ULL << 30},
-		{"1t", 1ULL << 40},    {"0", 0},
+	    {"512", 512},	    {"4k", 4096},	{"4K", 4096},
+	    {"4kb", 4096},	    {"4KiB", 4096},	{"100m", 100ULL << 20},
+	    {"64MiB", 64ULL << 20}, {"1g", 1ULL << 30}, {"2GiB", 2ULL << 30},
+	    {"1t", 1ULL << 40},	    {"0", 0},
 	};
 	uint64_t v;
 
@@ -87,11 +87,11 @@ static void test_format_duration_round_trips(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_size_suffixes_are_powers_of_1024),
-		cmocka_unit_test(test_size_rejects_garbage_and_overflow),
-		cmocka_unit_test(test_duration_units),
-		cmocka_unit_test(test_duration_rejects_unknown_unit),
-		cmocka_unit_test(test_format_duration_round_trips),
+	    cmocka_unit_test(test_size_suffixes_are_powers_of_1024),
+	    cmocka_unit_test(test_size_rejects_garbage_and_overflow),
+	    cmocka_unit_test(test_duration_units),
+	    cmocka_unit_test(test_duration_rejects_unknown_unit),
+	    cmocka_unit_test(test_format_duration_round_trips),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

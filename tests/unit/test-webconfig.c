@@ -89,18 +89,18 @@ static void test_bad_files_fail_with_file_and_line(void **state)
 		const char *file;
 		const char *message; /* after "PATH:" */
 	} cases[] = {
-		{"bad-unknown-key.yml", "4: unknown key 'basic_auth_user'"},
-		{"bad-hash.yml", "2: basic_auth_users: the password of 'alice' is not a bcrypt hash"},
-		{"bad-cert-without-key.yml", "1: tls_server_config: cert_file and key_file must both be set"},
-		{"bad-missing-file.yml", "3: key_file: cannot read '"},
-		{"bad-key-mismatch.yml", "1: tls_server_config: the certificate and key cannot be used"},
-		{"bad-syntax.yml", "3: mapping values are not allowed in this context"},
-		{"bad-client-auth.yml", "4: client_auth_type 'RequireAndVerifyClientCert' is not supported"},
-		{"bad-header.yml", "3: header 'Content-Type' may not be set"},
-		{"bad-duplicate-user.yml", "3: duplicate key 'alice' in basic_auth_users"},
-		{"bad-tls-version.yml", "1: tls_server_config: min_version is above max_version"},
-		{"bad-not-a-map.yml", "1: the web config must be a mapping"},
-		{"does-not-exist.yml", " cannot read the web config: No such file or directory"},
+	    {"bad-unknown-key.yml", "4: unknown key 'basic_auth_user'"},
+	    {"bad-hash.yml", "2: basic_auth_users: the password of 'alice' is not a bcrypt hash"},
+	    {"bad-cert-without-key.yml", "1: tls_server_config: cert_file and key_file must both be set"},
+	    {"bad-missing-file.yml", "3: key_file: cannot read '"},
+	    {"bad-key-mismatch.yml", "1: tls_server_config: the certificate and key cannot be used"},
+	    {"bad-syntax.yml", "3: mapping values are not allowed in this context"},
+	    {"bad-client-auth.yml", "4: client_auth_type 'RequireAndVerifyClientCert' is not supported"},
+	    {"bad-header.yml", "3: header 'Content-Type' may not be set"},
+	    {"bad-duplicate-user.yml", "3: duplicate key 'alice' in basic_auth_users"},
+	    {"bad-tls-version.yml", "1: tls_server_config: min_version is above max_version"},
+	    {"bad-not-a-map.yml", "1: the web config must be a mapping"},
+	    {"does-not-exist.yml", " cannot read the web config: No such file or directory"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -124,24 +124,26 @@ static void test_inline_cert_and_key_and_relative_paths(void **state)
 	static const char text[] = "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n";
 
 	/* relative paths are resolved against the config file's directory */
-	assert_int_equal(web_config_parse(text, strlen(text), "inline", WEB_FIXTURES, &wc, err, sizeof(err)), 0);
+	assert_int_equal(web_config_parse(text, strlen(text), "inline", WEB_FIXTURES, &wc, err, sizeof(err)),
+			 0);
 	assert_true(web_config_has_tls(wc));
 	assert_false(web_config_requires_auth(wc));
 	web_config_free(wc);
 	wc = NULL;
-	assert_true(web_config_parse(text, strlen(text), "inline", "/nonexistent", &wc, err, sizeof(err)) < 0);
+	assert_true(web_config_parse(text, strlen(text), "inline", "/nonexistent", &wc, err, sizeof(err)) <
+		    0);
 	assert_non_null(strstr(err, "inline:2: cert_file: cannot read '/nonexistent/tls.crt'"));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tls_users_and_headers_load),
-		cmocka_unit_test(test_empty_file_means_no_tls_and_no_auth),
-		cmocka_unit_test(test_right_password_passes_and_is_remembered),
-		cmocka_unit_test(test_wrong_password_unknown_user_and_swapped_users_fail),
-		cmocka_unit_test(test_bad_files_fail_with_file_and_line),
-		cmocka_unit_test(test_inline_cert_and_key_and_relative_paths),
+	    cmocka_unit_test(test_tls_users_and_headers_load),
+	    cmocka_unit_test(test_empty_file_means_no_tls_and_no_auth),
+	    cmocka_unit_test(test_right_password_passes_and_is_remembered),
+	    cmocka_unit_test(test_wrong_password_unknown_user_and_swapped_users_fail),
+	    cmocka_unit_test(test_bad_files_fail_with_file_and_line),
+	    cmocka_unit_test(test_inline_cert_and_key_and_relative_paths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
