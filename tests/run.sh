@@ -32,6 +32,13 @@ setup() { # DIR ARGS...
 	quiet ninja -C "$dir"
 }
 
+# Lint first, but go on: a formatting slip should not hide test results.
+lint_status=0
+echo "== lint: clang-format (tests/lint/format.sh)"
+./tests/lint/format.sh || lint_status=1
+echo "== lint: no function over 80 lines below daemon/ (tests/lint/function-length.py)"
+./tests/lint/function-length.py || lint_status=1
+
 echo "== build: normal (-Werror)"
 setup build -Dwerror=true -Dtests=enabled
 echo "== build: sanitizers (address,undefined)"
@@ -40,7 +47,7 @@ setup build-asan -Dwerror=true -Dtests=enabled -Db_sanitize=address,undefined -D
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-status=0
+status=$lint_status
 echo "== unit (normal build)"
 meson test -C build --suite unit --print-errorlogs || status=1
 echo "== unit (sanitizer build)"

@@ -63,6 +63,7 @@ def main():
         print(f"{len(long)} function(s) over {args.max} lines: split them by the steps they do",
               file=sys.stderr)
         return 1
+    print(f"ok: no function over {args.max} lines in {', '.join(dirs)}")
     return 0
 
 
