@@ -15,7 +15,7 @@ injected under a volume's filesystem (dm-flakey, dm-delay).
         lab.cap("data1", iops=2000)
         lab.fault("data2", "delay", delay_ms=50)
 
-`iopsd-lab vm` (iopsd-lab-vm) is the command line over it; contrib/lab/
+`iopsd-lab vm` (iopsd_lab_vm.py) is the command line over it; contrib/lab/
 README.md describes both."""
 import contextlib
 import ctypes

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """iopsd-lab vm: cloud volumes in a QEMU guest, with iopsd watching them.
 
   iopsd-lab vm up [DECLARATION] [INSTALL] [OPTIONS]   boot the lab (foreground; --background)
