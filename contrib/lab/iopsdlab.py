@@ -524,9 +524,7 @@ class Lab:
         marker = os.path.join(self.state_dir, ".iopsd-lab-vm")
         with open(marker, "w") as f:
             f.write(f"iopsd-lab vm {self.name} {os.getpid()}\n")
-        extra = iopsdvm.deb_depends(self.deb) if self.deb else binary_packages(self.iopsd_binary)
-        base = set(iopsdvm.BASE_PACKAGES)
-        image = iopsdvm.Image.ensure(extra_packages=[p for p in extra if p not in base])
+        image = iopsdvm.Image.ensure(extra_packages=self.extra_packages())
         disks = [LabDisk(v) for v in self.cfg.volumes.values()]
         qemu_extra = []
         for g in self.cfg.groups.values():
@@ -551,6 +549,15 @@ class Lab:
         self.write_state()
         self.log(f"lab {self.name} up in {self.t_up:.0f} s: iopsd at {self.url()}"
                  + (f", Prometheus at {self.prometheus_url()}" if self.prom else ""))
+
+    def extra_packages(self):
+        """What iopsd needs beyond the base image, which has its runtime
+        libraries and systemd: usually nothing, so that the lab boots the
+        image the other VM tests use (each image is built once, about 1 GB,
+        and only the two newest are kept)."""
+        needed = iopsdvm.deb_depends(self.deb) if self.deb else binary_packages(self.iopsd_binary)
+        present = set(iopsdvm.BASE_PACKAGES) | {"libc6", "systemd", "systemd-sysusers"}
+        return sorted(p for p in needed if p not in present)
 
     def stop(self):
         if self.server:

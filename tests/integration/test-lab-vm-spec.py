@@ -150,8 +150,21 @@ def test_iopsd_config_names():
     print("ok: the iopsd.conf template gets the guest's names and the declared limits")
 
 
+def test_lab_boots_the_shared_image():
+    # iopsd's libraries are in the base image: the lab asks for nothing
+    # more, or it would build (and prune) images other tests use
+    lab = iopsdlab.Lab.__new__(iopsdlab.Lab)
+    lab.deb, lab.iopsd_binary = None, os.environ.get("IOPSD", "iopsd")
+    if os.path.sep not in lab.iopsd_binary:
+        lab.iopsd_binary = subprocess.run(["sh", "-c", f"command -v {lab.iopsd_binary}"], stdout=subprocess.PIPE,
+                                          text=True).stdout.strip()
+    assert lab.extra_packages() == [], lab.extra_packages()
+    print(f"ok: {lab.iopsd_binary} needs nothing beyond the base image")
+
+
 def main():
     require_tool("qemu-system-x86_64")
+    test_lab_boots_the_shared_image()
     test_declaration()
     test_burst_is_qemus_bucket()
     test_command_line()
