@@ -407,9 +407,10 @@ static void test_rate_iops_caps_a_timed_run(void **state)
 	assert_true(res->success);
 	ops = res->op[PROBE_OP_READ].ops;
 	/* 100/s per job (fio's meaning) for 0.5 s, both jobs: never more than
-	 * 100; a few less when a loaded machine wakes a job after the runtime
-	 * has ended */
-	if (ops < 90 || ops > 101) {
+	 * 100 (the bound this pins); fewer when a loaded machine wakes a job
+	 * late (84 were seen at load average 10), so the floor only says the
+	 * run was paced, not stalled */
+	if (ops < 50 || ops > 101) {
 		fail_msg("%" PRIu64 " reads at 200 IOPS in 0.5 s", ops);
 	}
 	assert_true(res->runtime_usec >= 490000 && res->runtime_usec < 1000000);
