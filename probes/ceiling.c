@@ -228,20 +228,33 @@ static void declare_bucket(struct ceiling_state *st, const struct device_config 
 
 /* gp2 and QEMU alike: credits accrue at the baseline rate and every I/O
  * spends one; the bucket holds at most burst_credits. A device held at its
- * baseline with requests waiting has an empty bucket, whatever the last
- * percent of the count says (QEMU lets a tenth of a second of burst through
- * before it starts counting; iopsd may have missed a second). */
+ * baseline with requests waiting has an empty bucket, whatever the count
+ * says: at once when the count is within its last percent (QEMU lets a
+ * tenth of a second of burst through before it starts counting; iopsd may
+ * have missed a second), and after BASE_HELD_SAMPLES on the base otherwise
+ * (a volume with credits would run above it; the count drifts by what the
+ * hypervisor and the guest account differently, a percent of a bucket in a
+ * TCG guest). */
+#define BASE_HELD_SAMPLES 3u
+
 static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
 				  const struct device_config *dc, const struct ceiling_sample *s,
 				  struct device_ceiling *ret)
 {
+	bool is_held;
+
 	if (!st->has_burst_balance) {
 		return;
 	}
 	st->burst_balance += (dc->credit_rate - s->iops) * s->interval_sec;
 	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
-	if (st->burst_balance < 0.01 * (double)dc->burst_credits && is_queueing(p, s) &&
-	    s->iops <= dc->credit_rate * 1.1) {
+	is_held = is_queueing(p, s) && s->iops <= dc->credit_rate * 1.1;
+	st->n_at_base =
+	    is_held && fabs(s->iops - dc->credit_rate) <= band_for(p, RESOURCE_IOPS, dc->credit_rate, s)
+		? st->n_at_base + 1
+		: 0;
+	if (is_held &&
+	    (st->burst_balance < 0.01 * (double)dc->burst_credits || st->n_at_base >= BASE_HELD_SAMPLES)) {
 		st->burst_balance = 0.0;
 	}
 	if (ret->iops_limit == 0) {

@@ -67,6 +67,7 @@ struct ceiling_state {
 	double at_ceiling_throughput_sec;
 	bool has_burst_balance;
 	double burst_balance;	    /* credits */
+	unsigned n_at_base;	    /* samples in a row held at the declared base, queued */
 	double pending_own_ops;	    /* noted since the last sample */
 	struct burst_tracker burst; /* the burst bucket learned from the samples */
 	double peak_iops;	    /* the highest IOPS ceiling found or measured, bursts aside:

@@ -1059,17 +1059,21 @@ static double qemu_bucket(double avg, double max, double length, size_t n, doubl
 	return full_at;
 }
 
+/* QEMU's iops-total=1000, iops-total-max=3000, iops-total-max-length=20,
+ * declared. */
+static const struct device_config qemu_burst_dc = {.name = "vdh",
+						   .burst_iops = 3000,
+						   .burst_credits = 60000,
+						   .credit_rate = 1000,
+						   .ceiling_threshold = 0.95};
+
 /* The declared model's balance is QEMU's bucket read upside down:
  * burst_credits = iops-total-max x iops-total-max-length,
  * credit_rate = iops-total, burst_iops = iops-total-max. It reaches 0
  * within a second of QEMU holding I/O back, and the burst is not flagged. */
 static void test_declared_model_runs_dry_with_qemus_bucket(void **state)
 {
-	struct device_config dc = {.name = "vdh",
-				   .burst_iops = 3000,
-				   .burst_credits = 60000,
-				   .credit_rate = 1000,
-				   .ceiling_threshold = 0.95};
+	struct device_config dc = qemu_burst_dc;
 	double iops[90], full_at = qemu_bucket(1000, 3000, 20, ELEMENTSOF(iops), iops);
 	int zero_at = -1, first_throttled = -1;
 	struct run r;
@@ -1109,6 +1113,36 @@ static void test_declared_model_runs_dry_with_qemus_bucket(void **state)
 	full_at = first_below(qemu_burst_declared, ELEMENTSOF(qemu_burst_declared), 3, 2400);
 	assert_true(fabs(zero_at - full_at) <= 2.0);
 	assert_true(first_throttled >= (int)full_at - 1 && first_throttled <= (int)full_at + 20);
+}
+
+/* The count drifts from the hypervisor's (a TCG guest's was a percent of
+ * the bucket off): held at the base with requests waiting for 3 samples,
+ * the bucket is empty whatever the count says; below the base it is not
+ * (a device slower than its base says nothing of its credits). */
+static void test_declared_bucket_empty_when_held_at_the_base(void **state)
+{
+	struct device_config dc = qemu_burst_dc;
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 29; i++) {
+		feed_dc(&r, &dc, rates(3000, 4096, 15.8, 1.0));
+	}
+	assert_near(r.out.burst_balance_ratio, 2000.0 / 60000, 1e-9);
+	feed_dc(&r, &dc, rates(1003, 4096, 15.8, 1.0));
+	feed_dc(&r, &dc, rates(998, 4096, 15.8, 1.0));
+	assert_true(r.out.burst_balance_ratio > 0.03);
+	feed_dc(&r, &dc, rates(1001, 4096, 15.8, 1.0));
+	assert_true(r.out.burst_balance_ratio == 0);
+
+	run_init(&r);
+	for (unsigned i = 0; i < 29; i++) {
+		feed_dc(&r, &dc, rates(3000, 4096, 15.8, 1.0));
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		feed_dc(&r, &dc, rates(800, 4096, 15.8, 1.0));
+	}
+	assert_near(r.out.burst_balance_ratio, 4000.0 / 60000, 1e-9);
 }
 
 /* Learned without a model, on the simulated bucket: the same numbers. */
@@ -1183,11 +1217,7 @@ static void test_declared_limit_not_delivered_is_found_below_it(void **state)
  * is not a ceiling below what was provisioned. */
 static void test_burst_model_limit_gives_no_ceiling_limit_ratio(void **state)
 {
-	struct device_config dc = {.name = "vdh",
-				   .burst_iops = 3000,
-				   .burst_credits = 60000,
-				   .credit_rate = 1000,
-				   .ceiling_threshold = 0.95};
+	struct device_config dc = qemu_burst_dc;
 	struct run r;
 
 	run_init(&r);
@@ -1271,6 +1301,7 @@ int main(void)
 	    cmocka_unit_test(test_a_burst_after_refill_is_not_flagged_as_the_ceiling),
 	    cmocka_unit_test(test_a_wandering_burst_is_learned),
 	    cmocka_unit_test(test_declared_model_runs_dry_with_qemus_bucket),
+	    cmocka_unit_test(test_declared_bucket_empty_when_held_at_the_base),
 	    cmocka_unit_test(test_learned_bucket_matches_qemus),
 	    cmocka_unit_test(test_live_cap_change_is_followed),
 	    cmocka_unit_test(test_lowered_cap_taken_for_a_burst_is_forgotten),
