@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,8 +469,17 @@ static unsigned job_submit(struct job *j)
 	int n;
 
 	while (done < j->n_batch) {
+		unsigned chunk = j->n_batch - done;
+
+		/* iodepth_batch (fio's default 1): each I/O goes to the kernel as
+		 * soon as it is ready, so the device starts on the first while
+		 * the others are prepared; one call for all of them left a
+		 * loop device's worker idle until the last was in */
+		if (chunk > j->run->batch_submit) {
+			chunk = j->run->batch_submit;
+		}
 		t0 = now_nsec(CLOCK_MONOTONIC);
-		n = j->ops->submit(j->eng, j->batch + done, j->n_batch - done);
+		n = j->ops->submit(j->eng, j->batch + done, chunk);
 		if (n > 0) {
 			/* fio's clat starts when the kernel has the I/O: io_submit()
 			 * takes a batch's iocbs one after the other, so each one's
@@ -913,6 +923,37 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	return 0;
 }
 
+/* Where job n runs: one CPU of those the process may use, job 0 on the
+ * run thread's, the next jobs on the next ones in turn. A job that the
+ * scheduler moves between CPUs pays a cross-CPU wakeup on every completion
+ * (its previous CPU is idle, so the wakeup goes there): at depth 1 on a
+ * fast device that doubled the time per I/O, and changed from run to run
+ * with where the thread and the device's completion work happened to
+ * land. Kept on one CPU, both settle on it. False: run anywhere (no
+ * affinity to be had). */
+static bool job_cpu(unsigned n, cpu_set_t *ret)
+{
+	cpu_set_t allowed;
+	int first = sched_getcpu(), count, k = 0, cpu;
+
+	if (first < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0 || !CPU_ISSET(first, &allowed)) {
+		return false;
+	}
+	count = CPU_COUNT(&allowed);
+	if (count <= 1) {
+		return false;
+	}
+	/* the (n mod count)-th allowed CPU after `first`, wrapping */
+	for (cpu = first;; cpu = (cpu + 1) % CPU_SETSIZE) {
+		if (CPU_ISSET(cpu, &allowed) && k++ == (int)(n % (unsigned)count)) {
+			break;
+		}
+	}
+	CPU_ZERO(ret);
+	CPU_SET(cpu, ret);
+	return true;
+}
+
 /* Start the job threads; returns how many started, or -errno with none. */
 static int run_start_jobs(struct run *r, struct probe_result *res)
 {
@@ -930,8 +971,17 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	for (; n < r->numjobs; n++) {
 		pthread_t t;
 
+		cpu_set_t cpu;
+
 		r->jobs[n].run = run_ref(r);
 		r->jobs[n].index = n;
+		if (!job_cpu(n, &cpu)) {
+			CPU_ZERO(&cpu);
+		}
+		/* an empty set: inherit the run thread's */
+		if (CPU_COUNT(&cpu) > 0) {
+			pthread_attr_setaffinity_np(&attr, sizeof(cpu), &cpu);
+		}
 		e = pthread_create(&t, &attr, job_main, &r->jobs[n]);
 		if (e != 0) {
 			run_unref(r);
@@ -1149,7 +1199,8 @@ static void run_copy_keys(struct run *r, const struct probe_config *pc, const st
 	r->rwmixread = pc->rwmixread;
 	r->fsync_every = pc->fsync;
 	r->end_fsync = pc->end_fsync;
-	r->batch_submit = pc->iodepth_batch;
+	/* 0 and unset: fio's default, one at a time */
+	r->batch_submit = pc->iodepth_batch > 0 ? pc->iodepth_batch : 1;
 	r->complete_min = pc->iodepth_batch_complete_min;
 	r->complete_max = pc->iodepth_batch_complete_max;
 	r->layout_pc = *pc;
