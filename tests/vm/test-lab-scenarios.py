@@ -260,6 +260,15 @@ class Recorder(threading.Thread):
                 self.errors += 1
             self.stop_ev.wait(max(0.05, 0.5 - (time.time() - t)))
 
+    def ops(self, drive, t0, t1):
+        """The I/Os QEMU let through to drive between t0 and t1 (the
+        samples nearest to them)."""
+        with self.lock:
+            pts = [(t, ops[drive]) for t, ops in self.samples if drive in ops]
+        a = min(pts, key=lambda p: abs(p[0] - t0))
+        b = min(pts, key=lambda p: abs(p[0] - t1))
+        return b[1] - a[1]
+
     def rate(self, drive, t0=0, window=1.0):
         """[(t, IOPS)] QEMU let through to drive d-NAME, over `window` s."""
         with self.lock:
@@ -498,8 +507,19 @@ class Scenarios:
         inside = [v for t, v in rec.rate("d-burst", t0) if top[0] + 2 <= t <= drop[0] - 2]
         burst_rate = statistics.median(inside) if inside else 0
         burst_s = drop[0] - started
-        check(tag, "QEMU's burst (rate, length)", abs(burst_rate - 3 * C) <= 0.03 * 3 * C and 26 <= burst_s <= 34,
-              f"{burst_rate:.0f} IOPS for {burst_s:.1f} s", f"{3 * C} for 30 s")
+        # QEMU's bucket: what the burst spent over the base. Under a demand
+        # above the burst rate it lasts 30 s; a TCG guest short of CPU now
+        # and then submits less for a few seconds, spends less and bursts
+        # longer, on the same bucket (iopsd's figures below are held to
+        # QEMU's drop, wherever it falls). The ends are known to half a
+        # second of the 2-s window, 1.7% of the bucket each.
+        spent = self.rec.ops("d-burst", started, drop[0]) - C * burst_s
+        b_caps = self.lab.cfg.volumes["burst"].caps
+        bucket = b_caps.burst * b_caps.max_length(C)
+        check(tag, "QEMU's burst (rate; its bucket, spent over the base)",
+              abs(burst_rate - 3 * C) <= 0.03 * 3 * C and abs(spent - bucket) <= 0.06 * bucket,
+              f"{burst_rate:.0f} IOPS; {spent:.0f} I/Os over the base in {burst_s:.1f} s",
+              f"{3 * C}; {bucket} +- 6% (30 s at the burst rate)")
         if not second:
             self.t_short = time.time()
             self.fio.randread("short", [f"/dev/{self.disk['short']}"])
@@ -895,10 +915,20 @@ def check_alerts(lab, sc, rules, t_begin):
     ctl = sc.disk["ctl"]
     on_ctl = sorted({n for (n, labels), st in alerts.items() if st["firing"] and
                      (("device", ctl) in labels or ("probe", "ctl") in labels)})
-    pend_ctl = sorted({n for (n, labels), st in alerts.items() if st["pending"] and
-                       (("device", ctl) in labels or ("probe", "ctl") in labels)})
+    pend_ctl = {}
+    for (n, labels), st in alerts.items():
+        if st["pending"] and (("device", ctl) in labels or ("probe", "ctl") in labels):
+            runs, t_prev, start = [], None, None
+            for t in sorted(st["pending"]):
+                if t_prev is None or t - t_prev > 1.5 * EVAL:
+                    start = t
+                runs.append(t - start + EVAL)
+                t_prev = t
+            pend_ctl[n] = max(pend_ctl.get(n, 0), max(runs))
     check("alerts", "nothing fires on the unthrottled control volume", not on_ctl,
-          f"firing {on_ctl} (pending at times: {pend_ctl})", "none")
+          f"firing {on_ctl} (pending at times, longest run: "
+          f"{', '.join(f'{n} {v:.0f} s of its {rules.get(n, 0)} s' for n, v in sorted(pend_ctl.items())) or 'none'})",
+          "none")
     w = sc.windows.get("burst")
     if w:
         thr = [t for (n, labels), st in alerts.items() if n == "IopsdDeviceThrottled" and
