@@ -72,6 +72,8 @@ struct job {
 	char message[sizeof(((struct probe_result *)0)->message)];
 	uint64_t last_ns;
 	struct probe_op_result op[_PROBE_OP_MAX];
+	cpu_set_t cpu; /* where it runs, if has_cpu (job_cpu()) */
+	bool has_cpu;
 };
 
 struct run {
@@ -782,6 +784,12 @@ static void *job_main(void *userdata)
 	struct run *r = j->run;
 	bool go;
 
+	/* by the thread itself, not with pthread_create's attribute: where
+	 * sched_setaffinity() is refused (a seccomp filter) that would fail
+	 * the thread's creation and the run; here the job runs unpinned */
+	if (j->has_cpu) {
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(j->cpu), &j->cpu);
+	}
 	j->setup_error = job_setup(j);
 	pthread_mutex_lock(&r->lock);
 	r->n_ready++;
@@ -971,17 +979,9 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	for (; n < r->numjobs; n++) {
 		pthread_t t;
 
-		cpu_set_t cpu;
-
 		r->jobs[n].run = run_ref(r);
 		r->jobs[n].index = n;
-		if (!job_cpu(n, &cpu)) {
-			CPU_ZERO(&cpu);
-		}
-		/* an empty set: inherit the run thread's */
-		if (CPU_COUNT(&cpu) > 0) {
-			pthread_attr_setaffinity_np(&attr, sizeof(cpu), &cpu);
-		}
+		r->jobs[n].has_cpu = job_cpu(n, &r->jobs[n].cpu);
 		e = pthread_create(&t, &attr, job_main, &r->jobs[n]);
 		if (e != 0) {
 			run_unref(r);
