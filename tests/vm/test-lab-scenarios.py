@@ -28,10 +28,12 @@ ships and started by systemd), each scenario asserting figures:
            control volume
   cgroup   contrib/lab/iopsd-lab's io.max (cgroup v2) path, in the guest
 
-C is 1000 IOPS times IOPSD_LAB_SCALE (default 1: the field notes' figures;
-on two cores under TCG the guest drives the 3000-IOPS burst and keeps every
-cap flat, with about half of its CPU busy; a smaller scale is for a host
-busy with other work). Every figure is printed and written
+C is 1000 IOPS times IOPSD_LAB_SCALE (default 0.7: C = 700, a burst of
+2100). At 1 (the field notes' 1000, a burst of 3000) every check passed on
+the 2-core machine, once; in the next runs the TCG guest, short of CPU
+while the host did other work, now and then submitted 1200-1600 IOPS for
+ten seconds of a 3000-IOPS burst, and once found no plateau at 2000 after
+the live modification within 45 s. 0.7 passed twice in a row. Every figure is printed and written
 to BUILDDIR/lab-scenarios.json; a failing check does not stop the others
 (the test fails at the end). Screenshots of the live page (burst, RAID0)
 go to BUILDDIR/lab-screenshots/."""
@@ -56,7 +58,7 @@ import iopsdlab  # noqa: E402
 from iopsdlab import Lab, LabConfig  # noqa: E402
 
 LAB_CLI = os.path.join(SRCDIR, "contrib", "lab", "iopsd-lab")
-SCALE = float(os.environ.get("IOPSD_LAB_SCALE", "1"))
+SCALE = float(os.environ.get("IOPSD_LAB_SCALE", "0.7"))
 C = int(round(1000 * SCALE))   # the field notes' 1000 IOPS
 DECLARED_PORT = 9478           # the second iopsd, with the burst model declared
 EVAL = 1.0                     # Prometheus scrape and evaluation interval, seconds
@@ -409,6 +411,16 @@ class Scenarios:
             raise AssertionError(f"iopsd-lab vm {' '.join(args)} exited {r.returncode}: {r.stdout}")
         return r.stdout
 
+    def log_seconds(self, disk, t0):
+        """What iopsd's detectors saw of disk since t0, second by second:
+        IOPS/queue/util (a failed figure's evidence)."""
+        rec = self.rec
+        q = dict(rec.series("main", "iopsd_device_queue_depth", t0, device=disk))
+        u = dict(rec.series("main", "iopsd_device_utilization_ratio", t0, device=disk))
+        i = rec.series("main", "iopsd_device_iops", t0, device=disk, op="read")
+        log(f"{disk} as iopsd saw it (s since: IOPS/queue/util): " + " ".join(
+            f"{t - t0:.0f}:{v:.0f}/{q.get(t, float('nan')):.1f}/{u.get(t, float('nan')):.2f}" for t, v in i))
+
     def counted(self, disk, t0, t1):
         """What QEMU and the declared iopsd counted on disk between t0 and
         t1 (their difference is the drift of a declared bucket)."""
@@ -453,8 +465,9 @@ class Scenarios:
                                      lambda v: abs(v - 2 * C) <= 0.02 * 2 * C), 45)
         took = got[0] - tc if got else None
         last = rec.series("main", "iopsd_device_iops_ceiling_estimate", tc, device=fd)[-1:]
-        check("live", f"estimate follows the cap {C} -> {2 * C} under load", took is not None and took <= 30,
-              f"{got[1]:.1f} IOPS after {took:.1f} s" if got else f"last {last}", f"{2 * C} +- 2% within 30 s")
+        if not check("live", f"estimate follows the cap {C} -> {2 * C} under load", took is not None and took <= 30,
+                     f"{got[1]:.1f} IOPS after {took:.1f} s" if got else f"last {last}", f"{2 * C} +- 2% within 30 s"):
+            self.log_seconds(fd, tc)
         q2 = [v for _, v in rec.rate("d-flat", tc + 3)]
         check("live", "QEMU's rate after the modification", q2 and abs(statistics.median(q2) - 2 * C) <= 0.03 * 2 * C,
               f"{fmt(statistics.median(q2) if q2 else None)} IOPS", f"{2 * C} (the guest keeps up)")
@@ -561,9 +574,12 @@ class Scenarios:
               f"{C} +- 2%")
         ex = got["exhausted_timestamp_seconds"]
         ex_host = ex - self.clock_offset if ex else None
-        check(tag, "no model: when the burst ran out (iopsd's clock vs QEMU's drop)",
-              ex_host is not None and abs(ex_host - drop[0]) <= 3,
-              f"{ex_host - drop[0]:+.1f} s, lasted {fmt(got['duration_seconds'])} s" if ex else "none", "within 3 s")
+        ok = check(tag, "no model: when the burst ran out (iopsd's clock vs QEMU's drop)",
+                   ex_host is not None and abs(ex_host - drop[0]) <= 3,
+                   f"{ex_host - drop[0]:+.1f} s, lasted {fmt(got['duration_seconds'])} s" if ex else "none",
+                   "within 3 s")
+        if not ok:
+            self.log_seconds(bd, t0)
         time.sleep(max(0, drop[0] + 30 - time.time()))  # the screenshot, with the plateau on
         self.windows[tag] = (t0, time.time())
         self.fio.stop("burst")
@@ -764,9 +780,10 @@ class Scenarios:
               "within 5%")
         # The issue's figure, 50 ms +- 10%. dm-delay counts in jiffies: at
         # Debian's 250 Hz, 50 ms is 13 ticks from the current one, and the
-        # timer wheel adds one so as never to fire early: the I/O is held
-        # 52 to 56 ms (54 on average) before a worker woken on that tick
-        # submits it, and a TCG guest adds its late wake-ups to that. When
+        # timer wheel may add one so as never to fire early: the I/O is
+        # held 48 to 56 ms before a worker woken on that tick submits it,
+        # and a TCG guest adds its late wake-ups to that (fio's p50 through
+        # the device was 55.8-57.9 ms in this lab, its minimum 49-53.9). When
         # fio through the same device is outside the band as well, the
         # device's delay misses the figure, not iopsd's measurement (the
         # check above holds iopsd to fio's).
@@ -774,8 +791,8 @@ class Scenarios:
         lab_limit = None
         if last is not None and not (0.045 <= ref <= 0.055) and abs(last - ref) <= 0.05 * ref:
             lab_limit = (f"the device's own delay: fio's p50 through it is {ref * 1000:.2f} ms (min "
-                         f"{ref_min * 1000:.2f} ms): dm-delay holds 13-14 ticks of 4 ms, plus the TCG guest's "
-                         "late wake-ups")
+                         f"{ref_min * 1000:.2f} ms): dm-delay holds an I/O 13 or 14 ticks of 4 ms, plus the TCG "
+                         "guest's late wake-ups")
         check("faults", "dm-delay 50 ms: probe p50 against the delay", ok,
               f"{fmt(last * 1000 if last else None, '.2f')} ms", "50 ms +- 10%", lab_limit=lab_limit)
         self.windows["flt"] = (t0, time.time())
