@@ -290,7 +290,15 @@ class LoopDevice:
             finally:
                 os.close(fd)
         if self.tmpfs:
-            run("umount", self.tmpfs, check=False)
+            # the kernel lets go of the backing file a moment after the
+            # detach (later still after a stuck I/O): until then the
+            # umount is refused (EBUSY), and a lazy one is left for last
+            for _ in range(30):
+                if run("umount", self.tmpfs, check=False).returncode == 0:
+                    break
+                time.sleep(0.1)
+            else:
+                run("umount", "-l", self.tmpfs, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
