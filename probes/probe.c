@@ -72,7 +72,7 @@ struct job {
 	char message[sizeof(((struct probe_result *)0)->message)];
 	uint64_t last_ns;
 	struct probe_op_result op[_PROBE_OP_MAX];
-	cpu_set_t cpu; /* where it runs, if has_cpu (job_cpu()) */
+	cpu_set_t cpu; /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
 	bool has_cpu;
 };
 
@@ -937,37 +937,39 @@ static int run_prepare(struct run *r, struct probe_result *res)
  * (its previous CPU is idle, so the wakeup goes there): at depth 1 on a
  * fast device that doubled the time per I/O, and changed from run to run
  * with where the thread and the device's completion work happened to
- * land. Kept on one CPU, both settle on it. False: run anywhere (no
- * affinity to be had). */
-static bool job_cpu(unsigned n, cpu_set_t *ret)
+ * land. Kept on one CPU, both settle on it. Here: the CPUs allowed and
+ * the run thread's; false: run anywhere (no affinity to be had). */
+static bool job_cpus(cpu_set_t *allowed, int *first)
 {
-	cpu_set_t allowed;
-	int first = sched_getcpu(), count, k = 0, cpu;
+	*first = sched_getcpu();
+	return *first >= 0 && sched_getaffinity(0, sizeof(*allowed), allowed) == 0 &&
+	       CPU_ISSET(*first, allowed) && CPU_COUNT(allowed) > 1;
+}
 
-	if (first < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0 || !CPU_ISSET(first, &allowed)) {
-		return false;
-	}
-	count = CPU_COUNT(&allowed);
-	if (count <= 1) {
-		return false;
-	}
-	/* the (n mod count)-th allowed CPU after `first`, wrapping */
-	for (cpu = first;; cpu = (cpu + 1) % CPU_SETSIZE) {
-		if (CPU_ISSET(cpu, &allowed) && k++ == (int)(n % (unsigned)count)) {
+/* The (n mod count)-th CPU of `allowed` from `first` on, wrapping. */
+static void job_cpu(const cpu_set_t *allowed, int first, unsigned n, cpu_set_t *ret)
+{
+	unsigned k = n % (unsigned)CPU_COUNT(allowed);
+	int cpu = first;
+
+	for (;; cpu = (cpu + 1) % CPU_SETSIZE) {
+		if (CPU_ISSET(cpu, allowed) && k-- == 0) {
 			break;
 		}
 	}
 	CPU_ZERO(ret);
 	CPU_SET(cpu, ret);
-	return true;
 }
 
 /* Start the job threads; returns how many started, or -errno with none. */
 static int run_start_jobs(struct run *r, struct probe_result *res)
 {
 	pthread_attr_t attr;
+	cpu_set_t allowed;
 	unsigned n = 0;
-	int e = 0;
+	int e = 0, first;
+	/* read once: the run thread may move while it starts the jobs */
+	bool place = job_cpus(&allowed, &first);
 
 	r->jobs = calloc(r->numjobs, sizeof(*r->jobs));
 	if (!r->jobs) {
@@ -981,7 +983,10 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 
 		r->jobs[n].run = run_ref(r);
 		r->jobs[n].index = n;
-		r->jobs[n].has_cpu = job_cpu(n, &r->jobs[n].cpu);
+		r->jobs[n].has_cpu = place;
+		if (place) {
+			job_cpu(&allowed, first, n, &r->jobs[n].cpu);
+		}
 		e = pthread_create(&t, &attr, job_main, &r->jobs[n]);
 		if (e != 0) {
 			run_unref(r);
