@@ -19,6 +19,7 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .plateau_fraction = 0.8,
 	    .member_plateau_fraction = 0.3,
 	    .max_outliers = 3,
+	    .max_made_up = 3,
 	    .outlier_fraction = 0.0,
 	    .member_outlier_fraction = 0.25,
 	    .min_queue = 0.9,
@@ -89,13 +90,31 @@ static double median_of(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Whether queueing sample s, below the band, and the one right after it,
+ * above, are one cap's two seconds: a token bucket keeps what a second left
+ * unspent (a client short of CPU, completions counted late) and the next
+ * second spends it, so the two together sit on the level, to within half
+ * the band. The order matters: a bucket cannot give first and take back. */
+static bool is_made_up(const struct ceiling_params *p, enum resource res, const struct ceiling_sample *s,
+		       const struct ceiling_sample *next, double level, double band)
+{
+	double a = sample_value(s, res), b = sample_value(next, res),
+	       t = s->interval_sec + next->interval_sec;
+
+	if (!is_queueing(p, s) || !is_queueing(p, next) || a >= level - band || b <= level + band || t <= 0) {
+		return false;
+	}
+	return fabs((a * s->interval_sec + b * next->interval_sec) / t - level) <= band / 2;
+}
+
 /* The plateau test over the last p->window samples. A token bucket holds
  * every second in which requests wait at the same level, to within an I/O
  * or two (a second now and then falls short when the machine is busy); a
  * busy device that is not capped wanders by several percent at the same
  * queue depth. So: most of the window must be queueing (requests waiting,
  * device busy), and all but max_outliers of those queueing samples must
- * sit within a narrow band around their median. Samples without a queue
+ * sit within a narrow band around their median, or make up, with the
+ * second right after them, for a second that fell short (is_made_up()). Samples without a queue
  * (the workload paused) are neither evidence for nor against. On success
  * returns true, the level (the mean of the samples in the band) and
  * whether the latest sample is one of them. */
@@ -104,8 +123,9 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 {
 	unsigned window = p->window < CEILING_WINDOW_MAX ? p->window : CEILING_WINDOW_MAX;
 	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
-	unsigned n_q = 0, n_in = 0;
+	unsigned n_q = 0, n_in = 0, n_made_up = 0;
 	const struct ceiling_sample *latest;
+	bool latest_in = false;
 
 	if (window == 0 || st->n < window) {
 		return false;
@@ -126,13 +146,35 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 	}
 	median = median_of(values, n_q);
 	band = band_for(p, res, median, latest);
-	for (unsigned i = 0; i < window; i++) {
+	/* oldest first: a short second is made up by the next queueing one */
+	for (unsigned i = window; i-- > 0;) {
 		const struct ceiling_sample *s = recent(st, i);
+		double x = sample_value(s, res);
+		bool in = is_queueing(p, s) && fabs(x - median) <= band;
+		unsigned j = i;
 
-		if (is_queueing(p, s) && fabs(sample_value(s, res) - median) <= band) {
+		if (!in && i > 0) {
+			j = i - 1;
+			if (!is_queueing(p, recent(st, j)) && j > 0) {
+				j--; /* neither for nor against (above) */
+			}
+			if (n_made_up < p->max_made_up &&
+			    is_made_up(p, res, s, recent(st, j), median, band)) {
+				n_made_up++;
+				n_in++;
+				sum += x;
+				ios += s->iops;
+				s = recent(st, j);
+				x = sample_value(s, res);
+				in = true;
+				i = j;
+			}
+		}
+		if (in) {
 			n_in++;
-			sum += sample_value(s, res);
+			sum += x;
 			ios += s->iops;
+			latest_in = latest_in || i == 0;
 		}
 	}
 	if (n_in == 0 || n_q - n_in > fmax(p->max_outliers, floor(p->outlier_fraction * n_q)) ||
@@ -140,7 +182,7 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 		return false;
 	}
 	*ret_level = sum / n_in;
-	*ret_latest_in_band = fabs(sample_value(latest, res) - median) <= band;
+	*ret_latest_in_band = latest_in;
 	return true;
 }
 

@@ -29,6 +29,8 @@ struct ceiling_params {
 					 * instead of max_outliers (0.25): the seconds in which the
 					 * queue moves over are partly at the cap */
 	unsigned max_outliers;		/* queueing samples allowed off the band (3) */
+	unsigned max_made_up;		/* ... and pairs of a short second and the next making up
+					 * for it, each off the band the other way (3) */
 	double outlier_fraction;	/* ... or this share of them, when more (0) */
 	double min_queue;		/* aqu-sz of a queueing sample (0.9) */
 	double min_utilization;		/* busy ratio of a queueing sample (0.8) */

