@@ -218,8 +218,10 @@ def main():
               failures)
         ratio = prom.value(f'avg_over_time(iopsd_device_limit_ratio{{{A},{dev},resource="iops"}}[10s])')
         check(ratio is not None and abs(ratio - 1) <= 0.03, f"limit_ratio {ratio} ~ 1", failures)
-        growth = prom.value(f'increase(iopsd_device_at_ceiling_seconds_total{{{A},{dev},resource="iops"}}[10s]) / 10')
-        check(growth is not None and 0.9 <= growth <= 1.1, f"at_ceiling_seconds_total grows {growth} s/s (~1)",
+        # over 20 s: a second the throttle lets through short of 98% of the
+        # limit is rightly not at the limit, and a busy host has a few
+        growth = prom.value(f'increase(iopsd_device_at_ceiling_seconds_total{{{A},{dev},resource="iops"}}[20s]) / 20')
+        check(growth is not None and 0.85 <= growth <= 1.1, f"at_ceiling_seconds_total grows {growth} s/s (~1)",
               failures)
         est = prom.value(f'iopsd_device_iops_ceiling_estimate{{{B},{dev}}}')
         check(est is not None and abs(est - CAP) <= 0.05 * CAP,
