@@ -136,7 +136,7 @@ def compare_seconds(series, reports, dev):
             "aqu-sz": series["queue_depth"][i],
             "%util": series["utilization"][i] * 100.0,
         }))
-    judged, bad, offsets = 0, [], []
+    judged, bad, offsets, seen = 0, [], [], []
     prev = None  # (index of the matched iopsd sample, offset) of the previous report
     print(f"{'device':>6} {'second':>10} {'field':>8} {'iopsd':>10} {'iostat':>10} {'diff%':>7}")
     for sec, when, disks in reports:
@@ -153,15 +153,52 @@ def compare_seconds(series, reports, dev):
                   f"within {ALIGNED * 1000:.0f} ms")
             continue
         judged += 1
-        for field in ("r/s", "rkB/s", "r_await", "aqu-sz", "%util"):
+        seen.append((sec, ours[k][1], disks[dev]))
+        for field in FIELDS:
             a, b = ours[k][1][field], disks[dev][field]
             pct = 100.0 * (a - b) / b if b else 0.0
             ok = close_enough(a, b, JIFFY_PCT if field == "%util" else 0.0)
             print(f"{dev:>6} {sec:>10} {field:>8} {a:10.3f} {b:10.2f} {pct:7.2f}{'' if ok else '  <--'}")
-            if not ok:
-                bad.append((dev, sec, field, a, b))
+    # A second off by more than the tolerance, next to one off the other
+    # way, with the two together within it: one tool read that boundary
+    # late by more than the alignment shows (the report's arrival is all
+    # that is seen of iostat's reading; a vCPU stolen between its reading
+    # and its printing hides it), which moved I/O from one second to the
+    # other. Not a disagreement about the figures: judged over the pair.
+    i = 0
+    while i < len(seen):
+        sec, a, b = seen[i]
+        if all_close(a, b):
+            i += 1
+            continue
+        nxt = seen[i + 1] if i + 1 < len(seen) and seen[i + 1][0] == sec + 1 else None
+        if nxt and all_close(pair(a, nxt[1]), pair(b, nxt[2])):
+            print(f"{dev:>6} {sec:>10} and {sec + 1}: off by more than 2% each, within it together (I/O moved "
+                  f"across the boundary between the two tools' readings): "
+                  f"r/s {a['r/s'] + nxt[1]['r/s']:.1f} vs {b['r/s'] + nxt[2]['r/s']:.1f}")
+            i += 2
+            continue
+        bad += [(dev, sec, f, a[f], b[f]) for f in FIELDS
+                if not close_enough(a[f], b[f], JIFFY_PCT if f == "%util" else 0.0)]
+        i += 1
     print(f"{dev}: iostat's readings minus iopsd's (ms): {offsets}")
     return judged, bad, offsets
+
+
+FIELDS = ("r/s", "rkB/s", "r_await", "aqu-sz", "%util")
+
+
+def all_close(a, b):
+    return all(close_enough(a[f], b[f], JIFFY_PCT if f == "%util" else 0.0) for f in FIELDS)
+
+
+def pair(x, y):
+    """Two adjacent seconds as one: rates and time shares averaged, the
+    await weighted by each second's reads."""
+    out = {f: (x[f] + y[f]) / 2 for f in FIELDS}
+    n = x["r/s"] + y["r/s"]
+    out["r_await"] = (x["r_await"] * x["r/s"] + y["r_await"] * y["r/s"]) / n if n else 0.0
+    return out
 
 
 def iostat_column(reports, dev, field):
@@ -320,7 +357,7 @@ finally:
         d.cleanup()
     if plain_loop:
         subprocess.run(["losetup", "-d", plain_loop])
-    for _ in range(20):  # a killed fio may hold the mount until its I/O drains
+    for _ in range(60):  # a killed fio's job processes may hold the mount until their I/O drains
         down = subprocess.run([LAB, "down", "--force", "--name", LABNAME], env=labenv, capture_output=True,
                               text=True)
         if down.returncode == 0:
