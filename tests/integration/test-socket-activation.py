@@ -5,6 +5,7 @@ the socket across a restart of the service, an iopsd that stops leaves it
 listening for the next one (it used to shut it down: the next start failed
 with "fd 3 is not a listening stream socket")."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -74,6 +75,7 @@ def main():
         log.close()
         with open(os.path.join(tmp, "log")) as f:
             sys.stdout.write(f.read())
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
