@@ -90,8 +90,9 @@ static double median_of(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Whether queueing sample s, below the band, and the one right after it,
- * above, are one cap's two seconds: a token bucket keeps what a second left
+/* Whether queueing sample s, below the band, and the next queueing one
+ * (find_plateau() steps over one sample without a queue), above, are one
+ * cap's two seconds: a token bucket keeps what a second left
  * unspent (a client short of CPU, completions counted late) and the next
  * second spends it, so the two together sit on the level, to within half
  * the band. The order matters: a bucket cannot give first and take back. */
@@ -114,7 +115,8 @@ static bool is_made_up(const struct ceiling_params *p, enum resource res, const 
  * queue depth. So: most of the window must be queueing (requests waiting,
  * device busy), and all but max_outliers of those queueing samples must
  * sit within a narrow band around their median, or make up, with the
- * second right after them, for a second that fell short (is_made_up()). Samples without a queue
+ * next queueing second, for a second that fell short (is_made_up(), at
+ * most max_made_up pairs). Samples without a queue
  * (the workload paused) are neither evidence for nor against. On success
  * returns true, the level (the mean of the samples in the band) and
  * whether the latest sample is one of them. */
