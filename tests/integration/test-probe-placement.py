@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Where a probe's I/O comes from, on a raw loop device in memory:
 
-- each job thread stays on one CPU for its run, the jobs of a run on
-  different CPUs (numjobs=2 on a machine with two or more), and the other
-  threads keep the process's CPUs;
+- each job thread starts on one CPU and stays there while it has it, the
+  jobs of a run on different CPUs (numjobs=2 on a machine with two or
+  more), and the other threads keep the process's CPUs;
+- a job whose CPU another process keeps busy is let go to all of the
+  process's CPUs within the run;
 - I/O goes to the kernel as fio sends it: one io_submit() per I/O by
   default (iodepth_batch=1), batches of N with iodepth_batch=N."""
 import json
@@ -27,14 +29,16 @@ def cpus(listing):
 
 
 def thread_cpus(pid):
+    """{tid: (its name, the CPUs it may run on)}"""
     got = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/status") as f:
-                m = re.search(r"^Cpus_allowed_list:\s*(\S+)", f.read(), re.M)
+                st = f.read()
         except OSError:
             continue  # ended meanwhile
-        got[int(tid)] = cpus(m.group(1))
+        name = re.search(r"^Name:\s*(.*)$", st, re.M).group(1)
+        got[int(tid)] = (name, cpus(re.search(r"^Cpus_allowed_list:\s*(\S+)", st, re.M).group(1)))
     return got
 
 
@@ -43,15 +47,19 @@ def write_conf(path, dev, extra):
         f.write(f"[p]\nfilename={dev}\nrw=randread\nbs=4k\ntime_based\n{extra}")
 
 
-def test_jobs_stay_on_one_cpu(dev, conf):
-    allowed = os.sched_getaffinity(0)
+def watch_threads(dev, conf, seconds=2.5):
+    """Run a 3-s probe [p] of two QD1 jobs; every thread's CPUs as seen
+    every 0.1 s: {tid: [set, ...]}, and which threads are the jobs (named
+    p/0 and p/1 by iopsd)."""
     write_conf(conf, dev, "numjobs=2\niodepth=1\nruntime=3s\n")
     p = subprocess.Popen([t.IOPSD, "--once", "--config", conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        seen = {}
-        deadline = time.monotonic() + 2.5
+        seen, names = {}, {}
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            seen.update(thread_cpus(p.pid))
+            for tid, (name, c) in thread_cpus(p.pid).items():
+                seen.setdefault(tid, []).append(c)
+                names[tid] = name
             time.sleep(0.1)
         out, err = p.communicate(timeout=30)
     finally:
@@ -61,17 +69,61 @@ def test_jobs_stay_on_one_cpu(dev, conf):
     assert p.returncode == 0, (p.returncode, err)
     job = json.loads(out)["jobs"][0]
     assert job["success"] and job["read"]["total_ios"] > 0, job
-    pinned = sorted(min(c) for c in seen.values() if len(c) == 1)
-    others = [c for c in seen.values() if len(c) > 1]
+    jobs = sorted(tid for tid, n in names.items() if re.fullmatch(r"p/\d+", n))
+    assert len(jobs) == 2, f"threads named as jobs: {names}"
+    return seen, jobs, job
+
+
+def test_jobs_stay_on_one_cpu(dev, conf):
+    allowed = os.sched_getaffinity(0)
+    seen, jobs, _ = watch_threads(dev, conf)
+    others = [h for tid, h in seen.items() if tid not in jobs]
     if len(allowed) == 1:
-        assert not others, seen
+        assert not [h for h in seen.values() if h[-1] != allowed], seen
         print("ok: one CPU only: every thread has it")
         return
-    assert len(pinned) == 2 and pinned[0] != pinned[1], f"job threads' CPUs: {seen}"
-    assert set(pinned) <= allowed, (pinned, allowed)
-    assert others and all(c == allowed for c in others), f"the other threads: {others}, process {allowed}"
-    print(f"ok: the two job threads ran on CPUs {pinned[0]} and {pinned[1]} only; "
+    first = [seen[tid][0] for tid in jobs]
+    assert all(len(c) == 1 for c in first) and first[0] != first[1], f"job threads' CPUs: {seen}"
+    assert first[0] | first[1] <= allowed, (first, allowed)
+    assert others and all(c == allowed for h in others for c in h), f"the other threads: {others}, process {allowed}"
+    # a job is let go only when its CPU is taken (the next test); on a
+    # busy machine that may happen here too, to all the process's CPUs
+    for tid in jobs:
+        h = seen[tid]
+        k = next((i for i, c in enumerate(h) if len(c) > 1), len(h))
+        assert all(c == h[0] for c in h[:k]) and all(c == allowed for c in h[k:]), f"job {tid}: {h}"
+    gone = [tid for tid in jobs if len(seen[tid][-1]) > 1]
+    print(f"ok: the two job threads started on CPUs {min(first[0])} and {min(first[1])}"
+          f"{f', {len(gone)} let go later (the machine is busy)' if gone else ' and stayed there'}; "
           f"{len(others)} other threads on all of {sorted(allowed)}")
+
+
+def test_busy_cpu_lets_the_job_go(dev, conf):
+    """A CPU-bound process on a job's CPU: pinned, that job's every wakeup
+    would wait behind it. iopsd lets the job go to all the process's CPUs
+    within the run."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        print("skip: one CPU only")
+        return
+    busy = allowed[0]
+    hog = subprocess.Popen(["taskset", "-c", str(busy), "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.2)
+        seen, jobs, job = watch_threads(dev, conf)
+    finally:
+        hog.kill()
+        hog.wait()
+    # the jobs of a run start on different CPUs, so one starts on the busy
+    # one; seen pinned there, or let go before the first look
+    h = [seen[tid] for tid in jobs]
+    on_busy = [x for x in h if x[0] == {busy} or (len(x[0]) > 1 and x[0] == set(allowed))]
+    assert on_busy, f"no job on the busy CPU {busy}: {h}"
+    last = [x[-1] for x in h]
+    assert set(allowed) in last, f"the job on busy CPU {busy} was not let go: {h}"
+    print(f"ok: CPU {busy} busy: the job there was let go to CPUs {allowed} "
+          f"(seen pinned {sum(c == {busy} for x in on_busy for c in x)} times of every 0.1 s); "
+          f"{job['read']['iops']:.0f} IOPS in all")
 
 
 def io_submits(dev, conf, extra):
@@ -111,6 +163,7 @@ def main():
     try:
         conf = os.path.join(raw.dir, "placement.conf")
         test_jobs_stay_on_one_cpu(raw.path, conf)
+        test_busy_cpu_lets_the_job_go(raw.path, conf)
         test_submission_batches(raw.path, conf)
     finally:
         raw.cleanup()
