@@ -522,9 +522,21 @@ class Scenarios:
         check("flat", f"declared iops_limit={C}: limit ratio (median of 14 s)", med is not None and med >= 0.98,
               f"median {fmt(med, '.4f')}, min {fmt(min(ratio) if ratio else None, '.4f')}", ">= 0.98")
         growth = (atc[-1][1] - atc[0][1]) / (atc[-1][0] - atc[0][0]) if len(atc) > 2 else None
+        # a second counts when it delivered 95% of the limit (iopsd(8)):
+        # what share of QEMU's own 1-s rates did over the same span (a TCG
+        # guest short of CPU leaves some seconds short, and the next long)
+        qr = [v for t, v in rec.rate("d-decl", atc[0][0]) if t <= atc[-1][0]] if len(atc) > 2 else []
+        qshare = sum(v >= 0.95 * C for v in qr) / len(qr) if qr else None
+        agrees = growth is not None and qshare is not None and abs(growth - qshare) <= 0.12
         check("flat", "declared: at_ceiling_seconds growth", growth is not None and 0.9 <= growth <= 1.1,
-              f"{fmt(growth, '.3f')} s/s over {atc[-1][0] - atc[0][0]:.0f} s" if growth else "none",
-              "~1 s/s (0.9-1.1)")
+              (f"{fmt(growth, '.3f')} s/s over {atc[-1][0] - atc[0][0]:.0f} s; QEMU let 95% of {C} through in "
+               f"{fmt(qshare, '.0%')} of its 1-s rates") if growth else "none",
+              "~1 s/s (0.9-1.1)",
+              lab_limit=(f"QEMU itself delivered 95% of the limit in only {qshare:.0%} of the seconds, and iopsd "
+                         f"counted {growth:.0%} (within 12 points of it): the TCG guest, short of CPU, submitted "
+                         f"unevenly" if agrees and qshare < 0.9 else None))
+        if growth is not None and not 0.9 <= growth <= 1.1:
+            self.log_seconds(dd, tr, "d-decl")
         time.sleep(6)  # IopsdDeviceAtLimit: rate over 5 s above 0.5, for 10 s
         self.windows["decl"] = (t0, time.time())
         j = self.fio.stop("decl")
@@ -812,20 +824,28 @@ class Scenarios:
         before = rec.series("main", "iopsd_probe_latency_quantile_seconds", t1, probe="flt", quantile="0.5")
         self.cli("fault", "flt", "delay=50ms")
         t2 = time.time()
-        time.sleep(14)  # a few runs (every 2 s); IopsdProbeLatencyHigh: p99 over 5 s, for 10 s
-        p50 = [v for t, v in rec.series("main", "iopsd_probe_latency_quantile_seconds", t2 + 4, probe="flt",
-                                        quantile="0.5")]
-        last = p50[-1] if p50 else None
-        # fio reads the same device the same way: what the delay really is
-        # (dm-delay's timer works in jiffies; a TCG guest's timers are late)
-        j = json.loads(self.lab.run(f"fio --name=ref --filename={self.lab.cfg.volumes['flt'].top} --direct=1 "
-                                    "--rw=randread --bs=4k --iodepth=1 --ioengine=libaio --runtime=3 --time_based "
-                                    "--output-format=json", timeout=120).stdout)
+        # fio reads the same device the same way, at the same time as the
+        # probe's runs: what the delay really is then (dm-delay's timer
+        # works in jiffies, and a TCG guest's timers are late by what the
+        # host leaves it, which changes from one second to the next)
+        time.sleep(3)
+        self.fio.start("dly", f"--name=ref --filename={self.lab.cfg.volumes['flt'].top} --direct=1 --rw=randread "
+                              "--bs=4k --iodepth=1 --ioengine=libaio --time_based", runtime=9)
+        t3 = time.time()
+        j = self.fio.wait("dly", timeout=120)
+        t4 = time.time()
+        time.sleep(max(0, t2 + 14 - time.time()))  # IopsdProbeLatencyHigh: p99 over 5 s, for 10 s
+        # the runs (every 2 s, 1 s long) that began once fio had: a scrape
+        # shows the last run that ended
+        p50 = [v for t, v in rec.series("main", "iopsd_probe_latency_quantile_seconds", t3 + 2.5, probe="flt",
+                                        quantile="0.5") if t <= t4 + 0.5]
+        last = statistics.median(p50) if p50 else None
         clat = j["jobs"][0]["read"]["clat_ns"]
         ref, ref_min = clat["percentile"]["50.000000"] / 1e9, clat["min"] / 1e9
-        check("faults", "dm-delay 50 ms: probe p50 vs fio's p50 through the same device",
+        check("faults", "dm-delay 50 ms: probe p50 vs fio's p50 through the same device, at the same time",
               last is not None and abs(last - ref) <= 0.05 * ref,
-              f"iopsd {fmt(last * 1000 if last else None, '.2f')} ms, fio {ref * 1000:.2f} ms (min "
+              f"iopsd {fmt(last * 1000 if last else None, '.2f')} ms (median of {len(p50)} scrapes: "
+              f"{', '.join(f'{1000 * v:.1f}' for v in p50)}), fio {ref * 1000:.2f} ms over {t4 - t3:.0f} s (min "
               f"{ref_min * 1000:.2f}; before the delay {before[-1][1] * 1000 if before else float('nan'):.2f} ms)",
               "within 5%")
         # The issue's figure, 50 ms +- 10%. dm-delay counts in jiffies: at
@@ -938,6 +958,36 @@ def rule_for(paths):
     return rules
 
 
+def ctl_latency(lab, clock_offset):
+    """fio's completion latencies on the control volume, second by second
+    (host clock): {second: (I/Os, the slowest in s)}."""
+    out = lab.run("cat /root/fio-ctl_clat.*.log 2>/dev/null | awk -F, '{ s = int($1 / 1000); n[s]++; "
+                  "if ($2 > m[s]) m[s] = $2 } END { for (s in n) print s, n[s], m[s] }'", check=False).stdout
+    per = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0].isdigit():
+            per[int(f[0]) - clock_offset] = (int(f[1]), float(f[2]) / 1e9)
+    return per
+
+
+def slow_on_ctl(sc, times, slo=0.05, span=5):
+    """Of the evaluations `times` at which the probe's p99 over `span` s was
+    above slo on the control volume: how many of their windows fio also saw
+    an I/O slower than slo in, and fio's slowest there. (The guest stalls
+    every I/O in flight when the host starves it: fio's QD1 reads at 50/s
+    then see it too.)"""
+    per = getattr(sc, "ctl_latency", {})
+    if not per:
+        return 0, len(times), None
+    hits, worst = 0, 0.0
+    for t in times:
+        lat = [m for s, (_, m) in per.items() if t - span - 1 <= s <= t + 1]
+        worst = max([worst] + lat)
+        hits += any(m > slo for m in lat)
+    return hits, len(times), worst
+
+
 def check_alerts(lab, sc, rules, t_begin):
     rec = sc.rec
     alerts = {}   # (name, frozenset labels) -> {"pending": [t], "firing": [t]}
@@ -992,10 +1042,23 @@ def check_alerts(lab, sc, rules, t_begin):
                 runs.append(t - start + EVAL)
                 t_prev = t
             pend_ctl[n] = max(pend_ctl.get(n, 0), max(runs))
+    # a latency alert on the control volume is right when the volume was
+    # slow as the guest saw it: fio's reads on it the reference
+    slow_why = None
+    if on_ctl == ["IopsdProbeLatencyHigh"]:
+        times = sorted(t for (n, labels), st in alerts.items() if n == "IopsdProbeLatencyHigh" and
+                       ("probe", "ctl") in labels for t in st["pending"] + st["firing"])
+        hits, n, worst = slow_on_ctl(sc, times)
+        log(f"fio on the control volume: an I/O over 50 ms in {hits} of the {n} windows of the alert's "
+            f"evaluations (slowest {fmt(worst and 1000 * worst, '.0f')} ms)")
+        if n and hits >= 0.8 * n:
+            slow_why = (f"the volume was slow as the guest saw it: fio's QD1 reads on it had an I/O over 50 ms in "
+                        f"{hits} of the {n} 5-s windows the alert evaluated (slowest {1000 * worst:.0f} ms); the "
+                        f"TCG guest, short of CPU, stalled")
     check("alerts", "nothing fires on the unthrottled control volume", not on_ctl,
           f"firing {on_ctl} (pending at times, longest run: "
           f"{', '.join(f'{n} {v:.0f} s of its {rules.get(n, 0)} s' for n, v in sorted(pend_ctl.items())) or 'none'})",
-          "none")
+          "none", lab_limit=slow_why)
     w = sc.windows.get("burst")
     if w:
         thr = [t for (n, labels), st in alerts.items() if n == "IopsdDeviceThrottled" and
@@ -1106,7 +1169,10 @@ def run(tmp):
         for m in ("r1", "r2"):
             lab.vm.qmp.execute("block_set_io_throttle", dict(v[m].caps.qmp(), device=f"d-{m}"))
         sums = write_user_data(lab)
-        sc.fio.randread("ctl", [f"/dev/{v['ctl'].disk}"], qd=1, runtime=3600, extra="--rate_iops=50")
+        # its latency log, I/O by I/O (wall-clock ms): the reference for
+        # any latency alert on the control volume
+        sc.fio.randread("ctl", [f"/dev/{v['ctl'].disk}"], qd=1, runtime=3600,
+                        extra="--rate_iops=50 --write_lat_log=/root/fio-ctl --log_unix_epoch=1")
         stat0 = (time.time(), lab.sh("head -1 /proc/stat").split()[1:])
         log("users' files written")
 
@@ -1132,6 +1198,7 @@ def run(tmp):
             time.sleep(wait)
         sc.burst(second=True)
         sc.fio.stop("ctl")
+        sc.ctl_latency = ctl_latency(lab, sc.clock_offset)
         stat1 = (time.time(), lab.sh("head -1 /proc/stat").split()[1:])
         ticks = [int(b) - int(a) for a, b in zip(stat0[1], stat1[1])]
         cpu = rec.series("main", "process_cpu_seconds_total", stat0[0])
