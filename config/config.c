@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -1132,10 +1133,96 @@ static const struct config_key *lookup_key(struct parser *p, const char *key)
 	}
 }
 
+/* fio's reserved keywords, as fio computes them */
+static bool reserved_keyword(const char *name, size_t len, char *buf, size_t size)
+{
+	long v;
+
+	if (len == 8 && strncmp(name, "pagesize", len) == 0) {
+		v = sysconf(_SC_PAGESIZE);
+	} else if (len == 5 && strncmp(name, "ncpus", len) == 0) {
+		v = sysconf(_SC_NPROCESSORS_ONLN);
+	} else if (len == 9 && strncmp(name, "mb_memory", len) == 0) {
+		v = (long)((uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) /
+			   (1024 * 1024));
+	} else {
+		return false;
+	}
+	snprintf(buf, size, "%ld", v);
+	return true;
+}
+
+/* A value as fio reads it: ${NAME} is the environment variable NAME, and
+ * $pagesize, $ncpus and $mb_memory are fio's reserved keywords. fio reads
+ * an unset variable as empty; here it is an error that names it, since an
+ * empty filename or rate would only fail later, and less clearly. NULL
+ * with an error recorded; the value itself when there is nothing to do. */
+static char *expand_value(struct parser *p, const char *key, const char *value, char **ret_buf)
+{
+	size_t len = 0, cap = strlen(value) + 1;
+	char *out;
+	const char *s = value;
+
+	*ret_buf = NULL;
+	if (!strchr(value, '$')) {
+		return (char *)value;
+	}
+	out = malloc(cap);
+	if (!out) {
+		add_error(p, p->line, "out of memory");
+		return NULL;
+	}
+	while (*s) {
+		char num[32];
+		const char *add = NULL, *end;
+		size_t n, skip;
+
+		if (s[0] == '$' && s[1] == '{' && (end = strchr(s + 2, '}'))) {
+			_cleanup_free_ char *name = strndup(s + 2, (size_t)(end - s - 2));
+
+			add = name ? getenv(name) : NULL;
+			if (!name || !*name || !add) {
+				add_error(p, p->line, "%s=%s: ${%s} is not set in iopsd's environment", key,
+					  value, name ? name : "");
+				free(out);
+				return NULL;
+			}
+			skip = (size_t)(end - s) + 1;
+		} else if (s[0] == '$' && (n = strspn(s + 1, "abcdefghijklmnopqrstuvwxyz_")) > 0 &&
+			   reserved_keyword(s + 1, n, num, sizeof(num))) {
+			add = num;
+			skip = n + 1;
+		} else {
+			add = s;
+			skip = 1;
+		}
+		n = add == s ? 1 : strlen(add);
+		if (len + n + 1 > cap) {
+			char *bigger;
+
+			cap = (len + n + 1) * 2;
+			bigger = realloc(out, cap);
+			if (!bigger) {
+				add_error(p, p->line, "out of memory");
+				free(out);
+				return NULL;
+			}
+			out = bigger;
+		}
+		memcpy(out + len, add, n);
+		len += n;
+		s += skip;
+	}
+	out[len] = '\0';
+	*ret_buf = out;
+	return out;
+}
+
 static int handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct parser *p = user;
 	const struct config_key *k;
+	_cleanup_free_ char *expanded = NULL;
 	size_t i;
 
 	(void)section;
@@ -1162,7 +1249,10 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return 1;
 	}
 	p->key_lines[i] = p->line;
-	handle_key(p, k, key, value);
+	value = expand_value(p, key, value, &expanded);
+	if (value) {
+		handle_key(p, k, key, value);
+	}
 	return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -150,6 +151,40 @@ static void test_bare_fio_flags_and_comments(void **state)
 	config_free(c);
 }
 
+static void test_fio_environment_variables_and_keywords_expand(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	static const char text[] = "[j]\nfilename=${IOPSD_TEST_DEV}\nrw=randread\niodepth=$ncpus\n"
+				   "bs=${IOPSD_TEST_BS}k\n";
+	static const char unset[] = "[j]\nfilename=/dev/x\nrw=read\ndirectory=${IOPSD_TEST_UNSET}\n";
+	static const char literal[] = "[j]\nfilename=/dev/a$b\nrw=read\n";
+	char want[32];
+
+	setenv("IOPSD_TEST_DEV", "/dev/nvme1n1", 1);
+	setenv("IOPSD_TEST_BS", "16", 1);
+	unsetenv("IOPSD_TEST_UNSET");
+	assert_int_equal(config_load_string("e.conf", text, &errs, &c), 0);
+	assert_string_equal(c->probes[0].filename, "/dev/nvme1n1");
+	assert_int_equal(c->probes[0].bs, 16384);
+	snprintf(want, sizeof(want), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	assert_int_equal(c->probes[0].iodepth, strtoul(want, NULL, 10));
+	config_free(c);
+	c = NULL;
+
+	/* an unset variable is named, at its line */
+	assert_int_equal(config_load_string("e.conf", unset, &errs, &c), -EINVAL);
+	assert_null(c);
+	assert_int_equal(errs.items[0].line, 4);
+	assert_non_null(strstr(errs.items[0].message, "${IOPSD_TEST_UNSET} is not set"));
+	config_errors_clear(&errs);
+
+	/* a $ that starts neither is kept */
+	assert_int_equal(config_load_string("e.conf", literal, &errs, &c), 0);
+	assert_string_equal(c->probes[0].filename, "/dev/a$b");
+	config_free(c);
+}
+
 static void test_missing_file_is_enoent(void **state)
 {
 	struct config_errors errs = {0};
@@ -258,6 +293,7 @@ int main(void)
 	    cmocka_unit_test(test_every_key_in_every_form),
 	    cmocka_unit_test(test_builtin_default_is_a_gentle_probe),
 	    cmocka_unit_test(test_bare_fio_flags_and_comments),
+	    cmocka_unit_test(test_fio_environment_variables_and_keywords_expand),
 	    cmocka_unit_test(test_missing_file_is_enoent),
 	    cmocka_unit_test(test_all_errors_are_collected),
 	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
