@@ -1157,65 +1157,56 @@ static bool reserved_keyword(const char *name, size_t len, char *buf, size_t siz
  * an unset variable as empty; here it is an error that names it, since an
  * empty filename or rate would only fail later, and less clearly. NULL
  * with an error recorded; the value itself when there is nothing to do. */
-static char *expand_value(struct parser *p, const char *key, const char *value, char **ret_buf)
+static const char *expand_value(struct parser *p, const char *key, const char *value, char **ret_buf)
 {
-	size_t len = 0, cap = strlen(value) + 1;
-	char *out;
 	const char *s = value;
+	size_t size;
+	FILE *f;
 
 	*ret_buf = NULL;
 	if (!strchr(value, '$')) {
-		return (char *)value;
+		return value;
 	}
-	out = malloc(cap);
-	if (!out) {
+	f = open_memstream(ret_buf, &size);
+	if (!f) {
 		add_error(p, p->line, "out of memory");
 		return NULL;
 	}
 	while (*s) {
+		size_t lit = strcspn(s + 1, "$") + 1, n;
+		const char *end;
 		char num[32];
-		const char *add = NULL, *end;
-		size_t n, skip;
 
 		if (s[0] == '$' && s[1] == '{' && (end = strchr(s + 2, '}'))) {
 			_cleanup_free_ char *name = strndup(s + 2, (size_t)(end - s - 2));
+			const char *v = name && *name ? getenv(name) : NULL;
 
-			add = name ? getenv(name) : NULL;
-			if (!name || !*name || !add) {
+			if (!v) {
 				add_error(p, p->line, "%s=%s: ${%s} is not set in iopsd's environment", key,
 					  value, name ? name : "");
-				free(out);
-				return NULL;
+				break;
 			}
-			skip = (size_t)(end - s) + 1;
+			fputs(v, f);
+			s = end + 1;
 		} else if (s[0] == '$' && (n = strspn(s + 1, "abcdefghijklmnopqrstuvwxyz_")) > 0 &&
 			   reserved_keyword(s + 1, n, num, sizeof(num))) {
-			add = num;
-			skip = n + 1;
+			fputs(num, f);
+			s += n + 1;
 		} else {
-			add = s;
-			skip = 1;
+			/* up to the next $ (a $ that starts neither is kept) */
+			fwrite(s, 1, lit, f);
+			s += lit;
 		}
-		n = add == s ? 1 : strlen(add);
-		if (len + n + 1 > cap) {
-			char *bigger;
-
-			cap = (len + n + 1) * 2;
-			bigger = realloc(out, cap);
-			if (!bigger) {
-				add_error(p, p->line, "out of memory");
-				free(out);
-				return NULL;
-			}
-			out = bigger;
-		}
-		memcpy(out + len, add, n);
-		len += n;
-		s += skip;
 	}
-	out[len] = '\0';
-	*ret_buf = out;
-	return out;
+	if (fclose(f) != 0 || *s) {
+		if (!*s) {
+			add_error(p, p->line, "out of memory");
+		}
+		free(*ret_buf);
+		*ret_buf = NULL;
+		return NULL;
+	}
+	return *ret_buf;
 }
 
 static int handler(void *user, const char *section, const char *key, const char *value)

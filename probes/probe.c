@@ -308,12 +308,18 @@ unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
 
 /* Jobs -------------------------------------------------------------------- */
 
-static void job_teardown(struct job *j)
+/* Stop watching the job's CPU (job_watch_cpu()). */
+static void job_unwatch(struct job *j)
 {
 	if (j->schedstat_fd >= 0) {
 		close(j->schedstat_fd);
 		j->schedstat_fd = -1;
 	}
+}
+
+static void job_teardown(struct job *j)
+{
+	job_unwatch(j);
 	/* waits for whatever the kernel still holds, then frees: only then
 	 * may the buffers go */
 	j->ops->free(j->eng);
@@ -728,9 +734,10 @@ static bool read_schedstat(int fd, uint64_t *ret_wait_ns, uint64_t *ret_slices)
  * So it is watched: when, in each of WATCH_STRIKES windows of WATCH_NS in
  * a row, it spent more than a quarter of the time runnable but not
  * running, and WATCH_WAIT_NS or more per wakeup, it is let go to every CPU
- * the process may use, for the rest of the run. (Measured at QD1 on a loop device in memory: 3-8 µs per
- * wakeup on a free CPU, whose exit from idle counts as waiting, and up to
- * 60% of the time; 33 µs per wakeup behind a busy loop.) */
+ * the process may use, for the rest of the run. (Measured at QD1 on a
+ * loop device in memory: 3-8 µs per wakeup on a free CPU, whose exit from
+ * idle counts as waiting, and up to 60% of the time; 33 µs per wakeup
+ * behind a busy loop.) */
 #define WATCH_NS      (50 * NSEC_PER_MSEC)
 #define WATCH_WAIT_NS (20 * NSEC_PER_USEC)
 #define WATCH_STRIKES 2
@@ -739,8 +746,7 @@ static void job_watch_start(struct job *j, uint64_t now)
 {
 	j->watch_ns = now;
 	if (j->schedstat_fd >= 0 && !read_schedstat(j->schedstat_fd, &j->watch_wait_ns, &j->watch_slices)) {
-		close(j->schedstat_fd);
-		j->schedstat_fd = -1;
+		job_unwatch(j);
 	}
 }
 
@@ -749,6 +755,7 @@ static void job_watch_cpu(struct job *j, uint64_t now)
 	uint64_t wait_ns, slices, waited, runs;
 
 	if (!read_schedstat(j->schedstat_fd, &wait_ns, &slices)) {
+		job_unwatch(j); /* not again on every loop */
 		return;
 	}
 	waited = wait_ns - j->watch_wait_ns;
@@ -760,8 +767,7 @@ static void job_watch_cpu(struct job *j, uint64_t now)
 	}
 	if (j->watch_strikes >= WATCH_STRIKES) {
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(j->allowed), &j->allowed);
-		close(j->schedstat_fd);
-		j->schedstat_fd = -1;
+		job_unwatch(j);
 		return;
 	}
 	j->watch_ns = now;
