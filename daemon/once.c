@@ -112,6 +112,8 @@ static void start_group(const struct config *cfg, size_t first, size_t end, cons
 	}
 }
 
+#define ONCE_THREADS_WAIT_USEC (3 * USEC_PER_SEC)
+
 /* Run one group; append its jobs to `jobs` in file order. */
 static bool run_group(const struct config *cfg, size_t first, size_t end, unsigned groupid, const char *sysfs,
 		      json_t *jobs, struct probe_result *res)
@@ -137,6 +139,12 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 			log_error_errno(-ENOMEM, "Out of memory");
 			is_all_ok = false;
 		}
+	}
+	/* as fio waits for a group's processes: the next group (or the exit)
+	 * comes after this one's threads have torn down their engines */
+	if (!probe_threads_wait(ONCE_THREADS_WAIT_USEC)) {
+		log_warning("Group %u: I/O still pending in the kernel after %u s, going on without it.",
+			    groupid, (unsigned)(ONCE_THREADS_WAIT_USEC / USEC_PER_SEC));
 	}
 	return is_all_ok;
 }

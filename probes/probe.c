@@ -306,6 +306,115 @@ unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
 	return 512;
 }
 
+/* Threads ----------------------------------------------------------------
+ *
+ * Run and job threads are not joined by whoever started them: a run is
+ * reported without its threads when the device holds them in the kernel.
+ * They are joined here instead, once they have said they are done, so that
+ * the process can wait for every one of them before it exits
+ * (probe_threads_wait()), rather than exit while they are still freeing
+ * their buffers or tearing down their engines. */
+
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t threads_cond;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static unsigned threads_live;	/* under threads_lock */
+static pthread_t *threads_done; /* finished, not yet joined */
+static size_t n_threads_done, threads_done_cap;
+
+static void threads_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&threads_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* Join the threads that have finished; returns how many are still live. */
+static unsigned threads_reap(void)
+{
+	pthread_t *done;
+	size_t n;
+	unsigned live;
+
+	pthread_mutex_lock(&threads_lock);
+	done = threads_done;
+	n = n_threads_done;
+	live = threads_live;
+	threads_done = NULL;
+	n_threads_done = threads_done_cap = 0;
+	pthread_mutex_unlock(&threads_lock);
+	/* each has only its return left to do */
+	for (size_t i = 0; i < n; i++) {
+		pthread_join(done[i], NULL);
+	}
+	free(done);
+	return live;
+}
+
+static int thread_spawn(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int e;
+
+	pthread_once(&threads_once, threads_init);
+	(void)threads_reap();
+	pthread_mutex_lock(&threads_lock);
+	threads_live++;
+	pthread_mutex_unlock(&threads_lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
+	e = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	if (e != 0) {
+		pthread_mutex_lock(&threads_lock);
+		threads_live--;
+		pthread_cond_broadcast(&threads_cond);
+		pthread_mutex_unlock(&threads_lock);
+	}
+	return e;
+}
+
+/* The last thing a run or job thread does. */
+static void thread_done(void)
+{
+	pthread_mutex_lock(&threads_lock);
+	if (n_threads_done == threads_done_cap) {
+		size_t cap = threads_done_cap ? threads_done_cap * 2 : 16;
+		pthread_t *p = reallocarray(threads_done, cap, sizeof(*p));
+
+		if (p) {
+			threads_done = p;
+			threads_done_cap = cap;
+		}
+	}
+	if (n_threads_done < threads_done_cap) {
+		threads_done[n_threads_done++] = pthread_self();
+	} else {
+		pthread_detach(pthread_self()); /* out of memory: nobody joins it */
+	}
+	threads_live--;
+	pthread_cond_broadcast(&threads_cond);
+	pthread_mutex_unlock(&threads_lock);
+}
+
+bool probe_threads_wait(uint64_t timeout_usec)
+{
+	uint64_t deadline = now_nsec(CLOCK_MONOTONIC) + timeout_usec * NSEC_PER_USEC;
+	struct timespec ts = ns_to_timespec(deadline);
+
+	pthread_once(&threads_once, threads_init);
+	pthread_mutex_lock(&threads_lock);
+	while (threads_live > 0 && now_nsec(CLOCK_MONOTONIC) < deadline) {
+		pthread_cond_timedwait(&threads_cond, &threads_lock, &ts);
+	}
+	pthread_mutex_unlock(&threads_lock);
+	return threads_reap() == 0;
+}
+
 /* Jobs -------------------------------------------------------------------- */
 
 /* Stop watching the job's CPU (job_watch_cpu()). */
@@ -900,6 +1009,7 @@ static void *job_main(void *userdata)
 	/* after reporting: io_destroy() may wait for a stuck device */
 	job_teardown(j);
 	run_unref(r);
+	thread_done();
 	return NULL;
 }
 
@@ -1054,7 +1164,6 @@ static void job_cpu(const cpu_set_t *allowed, int first, unsigned n, cpu_set_t *
 /* Start the job threads; returns how many started, or -errno with none. */
 static int run_start_jobs(struct run *r, struct probe_result *res)
 {
-	pthread_attr_t attr;
 	cpu_set_t allowed;
 	unsigned n = 0;
 	int e = 0, first;
@@ -1065,12 +1174,7 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	if (!r->jobs) {
 		return -ENOMEM;
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
 	for (; n < r->numjobs; n++) {
-		pthread_t t;
-
 		r->jobs[n].run = run_ref(r);
 		r->jobs[n].index = n;
 		r->jobs[n].has_cpu = place;
@@ -1079,13 +1183,12 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 			job_cpu(&allowed, first, n, &r->jobs[n].cpu);
 			r->jobs[n].allowed = allowed;
 		}
-		e = pthread_create(&t, &attr, job_main, &r->jobs[n]);
+		e = thread_spawn(job_main, &r->jobs[n]);
 		if (e != 0) {
 			run_unref(r);
 			break;
 		}
 	}
-	pthread_attr_destroy(&attr);
 	if (e != 0) {
 		char b[96];
 
@@ -1199,6 +1302,7 @@ static void *run_main(void *userdata)
 		pthread_cond_broadcast(&r->cond);
 		pthread_mutex_unlock(&r->lock);
 		run_unref(r);
+		thread_done();
 		return NULL;
 	}
 	probe_result_init(res);
@@ -1261,6 +1365,7 @@ static void *run_main(void *userdata)
 	pthread_mutex_unlock(&r->lock);
 	free(res);
 	run_unref(r);
+	thread_done();
 	return NULL;
 }
 
@@ -1363,8 +1468,6 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 int probe_start(const struct probe_config *pc, const struct probe_options *o, struct probe_run **ret)
 {
 	struct run *r = NULL;
-	pthread_attr_t attr;
-	pthread_t t;
 	int k, e;
 
 	if (!pc->directory && !pc->filename) {
@@ -1382,12 +1485,8 @@ int probe_start(const struct probe_config *pc, const struct probe_options *o, st
 	if (pc->directory) {
 		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
 	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
 	run_ref(r);
-	e = pthread_create(&t, &attr, run_main, r);
-	pthread_attr_destroy(&attr);
+	e = thread_spawn(run_main, r);
 	if (e != 0) {
 		run_unref(r);
 		run_unref(r);

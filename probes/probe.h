@@ -108,6 +108,12 @@ bool probe_run_has_threads(struct probe_run *run);
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);
 
+/* Wait up to timeout_usec for every run's threads to finish, and join
+ * them: before the process exits, so that none is still tearing down its
+ * engine or freeing its buffers. False when some are still held (by a
+ * device that does not complete their I/O). */
+bool probe_threads_wait(uint64_t timeout_usec);
+
 /* The logical block size of the device `dev` that a run opened its target
  * on (O_DIRECT alignment): its own queue's, or the whole disk's for a
  * partition (which has no queue); 512 when sysfs does not know the device

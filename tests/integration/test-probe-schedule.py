@@ -61,15 +61,16 @@ def main():
         assert runs(text, "a") >= before, "a surviving probe lost its counters"
         assert t.metric_value(text, "iopsd_probe_runs_total", {"probe": "b"}) is None
         rc, _ = d.stop()
-        assert rc == 0, rc
+        assert rc == 0, f"iopsd exited with {rc}:\n{d.read_log()[-4000:]}"
 
         # SIGTERM while a 5 s run is in progress
         d2 = t.Daemon(common + "[long]\nrw=randread\nruntime=5s\ninterval=10s\nrate_iops=200\n")
         d2.start()
         time.sleep(1.0)
         rc, took = d2.stop()
+        log = d2.read_log()
         d2.cleanup()
-        assert rc == 0, rc
+        assert rc == 0, f"iopsd exited with {rc}:\n{log[-4000:]}"
         assert took < 1.0, f"stopping during a probe run took {took:.2f} s"
         print(f"ok: runs reported and serialised, reload kept counters, stopped mid-run in {took:.3f} s")
     finally:

@@ -425,6 +425,21 @@ static uint64_t mono_msec(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The threads of this process, from /proc/self/task. */
+static unsigned count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		n += e->d_name[0] != '.';
+	}
+	closedir(d);
+	return n;
+}
+
 static void test_cancel_stops_a_run_at_once(void **state)
 {
 	_cleanup_free_ char *dir = sub("cancel");
@@ -432,6 +447,7 @@ static void test_cancel_stops_a_run_at_once(void **state)
 	struct probe_result *res = malloc(sizeof(*res));
 	struct probe_run *run = NULL;
 	struct timespec ts = {.tv_nsec = 200000000};
+	unsigned threads_before;
 	uint64_t t0;
 
 	assert_non_null(res);
@@ -449,8 +465,11 @@ static void test_cancel_stops_a_run_at_once(void **state)
 					   .number_ios = 1,
 					   .interval_usec = 1000000},
 		    res);
+	assert_true(probe_threads_wait(2 * 1000000));
+	threads_before = count_threads();
 	assert_int_equal(probe_start(&pc, NULL, &run), 0);
 	nanosleep(&ts, NULL);
+	assert_true(count_threads() > threads_before);
 	t0 = mono_msec();
 	probe_cancel(run);
 	probe_wait(run, res);
@@ -458,6 +477,10 @@ static void test_cancel_stops_a_run_at_once(void **state)
 	assert_int_equal(res->error, -ECANCELED);
 	assert_false(res->success);
 	probe_run_free(run);
+	/* its threads end too, and are joined: the process is back to the
+	 * threads it had before the run (what exit waits for) */
+	assert_true(probe_threads_wait(2 * 1000000));
+	assert_int_equal(count_threads(), threads_before);
 	free(res);
 }
 
