@@ -167,7 +167,11 @@ class Daemon(HttpClient):
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait()
-        return rc, time.monotonic() - t0
+        took = time.monotonic() - t0
+        if rc < 0 or "Sanitizer" in self.read_log():
+            # a crash or a sanitizer's report: show it, whatever the test asserts next
+            sys.stderr.write(f"iopsd exited with {rc}; its log ends:\n{self.read_log()[-6000:]}\n")
+        return rc, took
 
     def cleanup(self):
         self.stop()
