@@ -226,6 +226,12 @@ def settled(series, level, hold):
     return None
 
 
+def plateau_when(at):
+    """Scenarios.unflat()'s second figure, for a check's line."""
+    return (f"its own 20-s plateau complete after {at:.1f} s" if at is not None
+            else "no 20-s plateau of its own (yet)")
+
+
 def fmt(v, spec=".1f"):
     return "none" if v is None else format(v, spec)
 
@@ -506,8 +512,8 @@ class Scenarios:
         took = flag[0] - start if flag and start else None
         share, qat, unflat = self.unflat("d-flat", start, C, 20)
         check("flat", "throttled after the load began (no declared limit)", took is not None and took <= 20,
-              f"{fmt(took)} s; QEMU's 1-s rates in the band {share:.0%}, its own plateau complete after "
-              f"{fmt(qat)} s", "<= 20 s", lab_limit=unflat)
+              f"{fmt(took)} s; QEMU's 1-s rates in the band {share:.0%}, "
+              f"{plateau_when(qat)}", "<= 20 s", lab_limit=unflat)
         time.sleep(3)
         est = rec.series("main", "iopsd_device_iops_ceiling_estimate", t0, device=fd)
         est = est[-1][1] if est else None
@@ -539,9 +545,9 @@ class Scenarios:
         ok = check("live", f"estimate follows the cap {C} -> {2 * C} once QEMU delivers it",
                    after is not None and after <= 30,
                    f"{got[1]:.1f} IOPS {after:.1f} s after QEMU's rate reached {2 * C} (+{lag:.1f} s); QEMU's "
-                   f"1-s rates in the band {in_band:.0%}, its own plateau complete after {fmt(qat)} s"
+                   f"1-s rates in the band {in_band:.0%}, {plateau_when(qat)}"
                    if after is not None else f"last {last}, QEMU at {2 * C} after {fmt(lag)} s; its 1-s rates in "
-                   f"the band {in_band:.0%}, its own plateau complete after {fmt(qat)} s",
+                   f"the band {in_band:.0%}, {plateau_when(qat)}",
                    f"{2 * C} +- 2% within 30 s", lab_limit=unflat)
         lag_why = (f"the guest reached the new cap {lag:.1f} s after the modification; iopsd followed "
                    f"{after:.1f} s after that" if ok and lag is not None and lag > 2 else None)
