@@ -226,10 +226,37 @@ def settled(series, level, hold):
     return None
 
 
+def plateau_at(secs, cap):
+    """When 1-s rates [(t, IOPS)] first held a plateau at cap by iopsd's
+    rule (iopsd(8), CEILING DETECTION): a window of 20 seconds in which all
+    but 3 sit within 1.5% of the window's median, or make up with the next
+    second for one that fell short (at most 3 such pairs), the median
+    within 2% of cap. The time of the window's last second, or None."""
+    for end in range(20, len(secs) + 1):
+        w = [v for _, v in secs[end - 20:end]]
+        med = statistics.median(w)
+        band = 0.015 * med
+        out = made_up = i = 0
+        while i < len(w):
+            if abs(w[i] - med) <= band:
+                i += 1
+                continue
+            if (made_up < 3 and i + 1 < len(w) and w[i] < med - band and w[i + 1] > med + band
+                    and abs((w[i] + w[i + 1]) / 2 - med) <= band / 2):
+                made_up += 1
+                i += 2
+                continue
+            out += 1
+            i += 1
+        if out <= 3 and abs(med - cap) <= 0.02 * cap:
+            return secs[end - 1][0]
+    return None
+
+
 def plateau_when(at):
     """Scenarios.unflat()'s second figure, for a check's line."""
-    return (f"its own 20-s plateau complete after {at:.1f} s" if at is not None
-            else "no 20-s plateau of its own (yet)")
+    return (f"iopsd's input held a 20-s plateau after {at:.1f} s" if at is not None
+            else "iopsd's input held no 20-s plateau (yet)")
 
 
 def fmt(v, spec=".1f"):
@@ -445,56 +472,61 @@ class Scenarios:
         return (f"QEMU {q[-1][1] - q[0][1]:.0f} I/Os in {q[-1][0] - q[0][0]:.1f} s, iopsd {c[-1][1] - c[0][1]:.0f} "
                 f"in {c[-1][0] - c[0][0]:.1f} s")
 
-    def qemu_plateau(self, drive, t_from, cap, within):
-        """When QEMU's own seconds to drive first held a plateau at cap by
-        iopsd's rule (iopsd(8), CEILING DETECTION): a window of 20 seconds
-        in which all but 3 sit within 1.5% of the window's median, or make
-        up with the next second for one that fell short (at most 3 such
-        pairs). The end of the first such window, in the `within` s from
-        t_from, and the share of seconds within 1.5% of cap; (None, share)
-        when there was none: a TCG guest short of CPU leaves QEMU's bucket
-        some credit in one second and spends it in the next, or later."""
+    def qemu_seconds(self, drive, t_from, within):
+        """QEMU's non-overlapping 1-s rates to drive in the `within` s from t_from."""
         secs, last = [], None
         for t, v in self.rec.rate(drive, t_from) if t_from else []:
             if t > t_from + within:
                 break
-            if last is None or t - last >= 0.95:  # non-overlapping seconds
+            if last is None or t - last >= 0.95:
                 secs.append((t, v))
                 last = t
-        share = sum(abs(v - cap) <= 0.015 * cap for _, v in secs) / len(secs) if secs else 0
-        for end in range(20, len(secs) + 1):
-            w = [v for _, v in secs[end - 20:end]]
-            med = statistics.median(w)
-            band = 0.015 * med
-            out = made_up = i = 0
-            while i < len(w):
-                if abs(w[i] - med) <= band:
-                    i += 1
-                    continue
-                if (made_up < 3 and i + 1 < len(w) and w[i] < med - band and w[i + 1] > med + band
-                        and abs((w[i] + w[i + 1]) / 2 - med) <= band / 2):
-                    made_up += 1
-                    i += 2
-                    continue
-                out += 1
-                i += 1
-            if out <= 3 and abs(med - cap) <= 0.02 * cap:
-                return secs[end - 1][0], share
-        return None, share
+        return secs
 
-    def unflat(self, drive, t_from, cap, goal):
+    def guest_seconds(self, disk, t_from, within):
+        """iopsd's own input: its 1-s rates of disk (reads and writes), one
+        per sample (a scrape that saw the same sample again, its completion
+        counters unchanged, is dropped)."""
+        def by_t(name, **labels):
+            return dict(self.rec.series("main", name, t_from, device=disk, **labels))
+
+        r, w = by_t("iopsd_device_iops", op="read"), by_t("iopsd_device_iops", op="write")
+        rc, wc = by_t("iopsd_device_reads_completed_total"), by_t("iopsd_device_writes_completed_total")
+        secs, seen = [], None
+        for t in sorted(r):
+            n = (rc.get(t), wc.get(t))
+            if t <= t_from + within and n != seen:
+                secs.append((t, r[t] + w.get(t, 0.0)))
+            seen = n
+        return secs
+
+    def unflat(self, drive, disk, t_from, cap, goal):
         """Why iopsd could not find the plateau within `goal` s of t_from:
-        QEMU's own seconds held none by then (qemu_plateau(), looking
-        `goal` s and the 2 s a guest's figures may trail by past it).
-        Returns (share of QEMU's seconds in the band, when QEMU's first
-        plateau ended, the reason or None)."""
-        at, share = self.qemu_plateau(drive, t_from, cap, goal + 2)
+        its own input, the guest's 1-s rates of disk, held no plateau by
+        iopsd's rule (plateau_at()) in time, 2 s before the goal (a sample
+        is published and scraped in that). QEMU's seconds to drive say
+        whether the unevenness was already in what the hypervisor let
+        through (a TCG guest short of CPU leaves QEMU's bucket some credit
+        in one second and spends it in the next) or came after it, in the
+        guest. Returns (share of QEMU's seconds within 1.5% of cap, when the
+        guest's first plateau ended, the reason or None)."""
+        if not t_from:
+            return 0, None, None
+        q = self.qemu_seconds(drive, t_from, goal + 2)
+        share = sum(abs(v - cap) <= 0.015 * cap for _, v in q) / len(q) if q else 0
+        at_q = plateau_at(q, cap)
+        # from a little before: the detector's window may hold the first
+        # seconds of the load, as outliers
+        at_g = plateau_at(self.guest_seconds(disk, t_from - 5, goal + 7), cap)
+        at_q = at_q - t_from if at_q else None
+        at_g = at_g - t_from if at_g else None
         why = None
-        if t_from and at is None:
-            why = (f"QEMU's own seconds held no 20-s plateau at {cap} (iopsd's rule: all but 3 within 1.5%, "
-                   f"or a short second made up by the next) in the {goal} s from t, {share:.0%} of them within "
-                   f"1.5%: the TCG guest, short of CPU, submitted unevenly")
-        return share, (at - t_from if at and t_from else None), why
+        if at_g is None or at_g > goal - 2:
+            why = (f"iopsd's input (the guest's 1-s rates) held no 20-s plateau at {cap} by iopsd's rule (all but 3 "
+                   f"within 1.5%, or a short second made up by the next) until {fmt(at_g)} s of the {goal}; QEMU's "
+                   f"seconds were {share:.0%} within 1.5% and held one from {fmt(at_q)} s: the TCG guest, short of "
+                   "CPU, submitted and completed unevenly")
+        return share, at_g, why
 
     def flagged(self, src, device, t0):
         return first(self.rec.series(src, "iopsd_device_throttled", t0, device=device), lambda v: v == 1)
@@ -510,7 +542,7 @@ class Scenarios:
         start = load_start(rec, "d-flat", 0.9 * C, t0)
         flag = self.flagged("main", fd, t0)
         took = flag[0] - start if flag and start else None
-        share, qat, unflat = self.unflat("d-flat", start, C, 20)
+        share, qat, unflat = self.unflat("d-flat", fd, start, C, 20)
         check("flat", "throttled after the load began (no declared limit)", took is not None and took <= 20,
               f"{fmt(took)} s; QEMU's 1-s rates in the band {share:.0%}, "
               f"{plateau_when(qat)}", "<= 20 s", lab_limit=unflat)
@@ -541,7 +573,7 @@ class Scenarios:
         # a TCG guest short of CPU leaves QEMU's bucket some credit in one
         # second and spends it in the next, and then no plateau holds
         # (the issue's figure is then one the lab's device misses)
-        in_band, qat, unflat = self.unflat("d-flat", deliv[0] if deliv else None, 2 * C, 30)
+        in_band, qat, unflat = self.unflat("d-flat", fd, deliv[0] if deliv else None, 2 * C, 30)
         ok = check("live", f"estimate follows the cap {C} -> {2 * C} once QEMU delivers it",
                    after is not None and after <= 30,
                    f"{got[1]:.1f} IOPS {after:.1f} s after QEMU's rate reached {2 * C} (+{lag:.1f} s); QEMU's "
