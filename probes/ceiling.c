@@ -275,17 +275,40 @@ static void declare_bucket(struct ceiling_state *st, const struct device_config 
  * baseline with requests waiting has an empty bucket, whatever the count
  * says: at once when the count is within its last percent (QEMU lets a
  * tenth of a second of burst through before it starts counting; iopsd may
- * have missed a second), and after BASE_HELD_SAMPLES on the base otherwise
- * (a volume with credits would run above it; the count drifts by what the
- * hypervisor and the guest account differently, a percent of a bucket in a
- * TCG guest). */
-#define BASE_HELD_SAMPLES 3u
+ * have missed a second), and otherwise after CEILING_BASE_HELD_SAMPLES held
+ * near the base (within a tenth above it) whose mean is on it (a volume with
+ * credits would run above it; the count drifts by what the hypervisor and
+ * the guest account differently, a percent of a bucket in a TCG guest). The
+ * mean, not each second: a guest short of CPU completes a bucket's base
+ * unevenly, one second short and the next long. */
+static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_params *p,
+			    const struct device_config *dc, const struct ceiling_sample *s)
+{
+	double sum = 0.0;
+
+	if (!is_queueing(p, s) || s->iops > dc->credit_rate * 1.1) {
+		st->n_held = 0;
+		return false;
+	}
+	st->held_iops[st->n_held % CEILING_BASE_HELD_SAMPLES] = s->iops;
+	/* from 2N back to N: the same slot, and no wrap */
+	st->n_held =
+	    st->n_held + 1 >= 2 * CEILING_BASE_HELD_SAMPLES ? CEILING_BASE_HELD_SAMPLES : st->n_held + 1;
+	if (st->n_held < CEILING_BASE_HELD_SAMPLES) {
+		return false;
+	}
+	for (unsigned i = 0; i < CEILING_BASE_HELD_SAMPLES; i++) {
+		sum += st->held_iops[i];
+	}
+	return fabs(sum / CEILING_BASE_HELD_SAMPLES - dc->credit_rate) <=
+	       band_for(p, RESOURCE_IOPS, dc->credit_rate, s);
+}
 
 static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
 				  const struct device_config *dc, const struct ceiling_sample *s,
 				  struct device_ceiling *ret)
 {
-	bool is_held;
+	bool is_held, is_at_base;
 
 	if (!st->has_burst_balance) {
 		return;
@@ -293,12 +316,8 @@ static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling
 	st->burst_balance += (dc->credit_rate - s->iops) * s->interval_sec;
 	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
 	is_held = is_queueing(p, s) && s->iops <= dc->credit_rate * 1.1;
-	st->n_at_base =
-	    is_held && fabs(s->iops - dc->credit_rate) <= band_for(p, RESOURCE_IOPS, dc->credit_rate, s)
-		? st->n_at_base + 1
-		: 0;
-	if (is_held &&
-	    (st->burst_balance < 0.01 * (double)dc->burst_credits || st->n_at_base >= BASE_HELD_SAMPLES)) {
+	is_at_base = is_held_at_base(st, p, dc, s);
+	if (is_held && (st->burst_balance < 0.01 * (double)dc->burst_credits || is_at_base)) {
 		st->burst_balance = 0.0;
 	}
 	if (ret->iops_limit == 0) {

@@ -60,6 +60,9 @@ struct ceiling_detector {
 	unsigned n_above; /* consecutive samples above estimate * contradict_factor */
 };
 
+/* Samples in a row held at a declared base that say its bucket is empty. */
+#define CEILING_BASE_HELD_SAMPLES 3u
+
 struct ceiling_state {
 	struct ceiling_sample ring[CEILING_WINDOW_MAX];
 	unsigned head; /* next slot to write */
@@ -68,14 +71,15 @@ struct ceiling_state {
 	double at_ceiling_iops_sec;
 	double at_ceiling_throughput_sec;
 	bool has_burst_balance;
-	double burst_balance;	    /* credits */
-	unsigned n_at_base;	    /* samples in a row held at the declared base, queued */
-	double pending_own_ops;	    /* noted since the last sample */
-	struct burst_tracker burst; /* the burst bucket learned from the samples */
-	double peak_iops;	    /* the highest IOPS ceiling found or measured, bursts aside:
-				     * what the device is known to do on its own */
-	uint64_t now_usec;	    /* CLOCK_REALTIME at the end of the interval fed next; the set
-				     * fills it, 0 when unknown */
+	double burst_balance; /* credits */
+	unsigned n_held;      /* samples in a row held near the declared base, queued */
+	double held_iops[CEILING_BASE_HELD_SAMPLES]; /* the last of them, by n_held */
+	double pending_own_ops;			     /* noted since the last sample */
+	struct burst_tracker burst;		     /* the burst bucket learned from the samples */
+	double peak_iops;  /* the highest IOPS ceiling found or measured, bursts aside:
+			    * what the device is known to do on its own */
+	uint64_t now_usec; /* CLOCK_REALTIME at the end of the interval fed next; the set
+			    * fills it, 0 when unknown */
 };
 
 void ceiling_state_init(struct ceiling_state *st);
