@@ -119,7 +119,7 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		      json_t *jobs, struct probe_result *res)
 {
 	struct probe_run *runs[CONFIG_MAX_PROBES] = {NULL};
-	bool is_all_ok = true;
+	bool is_all_ok = true, is_timed_out = false;
 
 	start_group(cfg, first, end, sysfs, runs);
 	for (size_t i = first; i < end; i++) {
@@ -131,6 +131,7 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		}
 		probe_wait(runs[i], res);
 		probe_run_free(runs[i]);
+		is_timed_out |= res->error == -ETIMEDOUT;
 		if (!res->success) {
 			log_error("[%s]: %s", pc->name, res->message);
 			is_all_ok = false;
@@ -141,8 +142,10 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		}
 	}
 	/* as fio waits for a group's processes: the next group (or the exit)
-	 * comes after this one's threads have torn down their engines */
-	if (!probe_threads_wait(ONCE_THREADS_WAIT_USEC)) {
+	 * comes after this one's threads have torn down their engines; not
+	 * after a run that timed out, whose threads the device holds (its
+	 * result is due within its budget) */
+	if (!is_timed_out && !probe_threads_wait(ONCE_THREADS_WAIT_USEC)) {
 		log_warning("Group %u: I/O still pending in the kernel after %u s, going on without it.",
 			    groupid, (unsigned)(ONCE_THREADS_WAIT_USEC / USEC_PER_SEC));
 	}
