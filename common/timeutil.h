@@ -1,6 +1,7 @@
 /* Clock readings in the units the code works in. */
 #pragma once
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -15,4 +16,15 @@ static inline uint64_t now_nsec(clockid_t clock)
 static inline uint64_t now_usec(clockid_t clock)
 {
 	return now_nsec(clock) / 1000ULL;
+}
+
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines. */
+static inline void cond_init_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
 }

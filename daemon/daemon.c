@@ -580,10 +580,6 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	return 0;
 }
 
-/* How long exit waits for cancelled probe runs (their I/O is in flight for
- * milliseconds on a healthy device). */
-#define PROBE_EXIT_WAIT_USEC (3 * USEC_PER_SEC)
-
 struct daemon *daemon_free(struct daemon *d)
 {
 	if (!d) {
@@ -593,9 +589,9 @@ struct daemon *daemon_free(struct daemon *d)
 	http_server_free(d->http);
 	scheduler_free(d->scheduler);
 	/* the runs it cancelled end their I/O and free themselves */
-	if (!probe_threads_wait(PROBE_EXIT_WAIT_USEC)) {
+	if (!probe_threads_wait(PROBE_THREADS_WAIT_USEC)) {
 		log_warning("Probe I/O is still pending in the kernel after %u s, exiting without it.",
-			    (unsigned)(PROBE_EXIT_WAIT_USEC / USEC_PER_SEC));
+			    (unsigned)(PROBE_THREADS_WAIT_USEC / USEC_PER_SEC));
 	}
 	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);

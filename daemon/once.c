@@ -112,14 +112,12 @@ static void start_group(const struct config *cfg, size_t first, size_t end, cons
 	}
 }
 
-#define ONCE_THREADS_WAIT_USEC (3 * USEC_PER_SEC)
-
 /* Run one group; append its jobs to `jobs` in file order. */
 static bool run_group(const struct config *cfg, size_t first, size_t end, unsigned groupid, const char *sysfs,
 		      json_t *jobs, struct probe_result *res)
 {
 	struct probe_run *runs[CONFIG_MAX_PROBES] = {NULL};
-	bool is_all_ok = true, is_timed_out = false;
+	bool is_all_ok = true;
 
 	start_group(cfg, first, end, sysfs, runs);
 	for (size_t i = first; i < end; i++) {
@@ -131,7 +129,6 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		}
 		probe_wait(runs[i], res);
 		probe_run_free(runs[i]);
-		is_timed_out |= res->error == -ETIMEDOUT;
 		if (!res->success) {
 			log_error("[%s]: %s", pc->name, res->message);
 			is_all_ok = false;
@@ -142,12 +139,10 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		}
 	}
 	/* as fio waits for a group's processes: the next group (or the exit)
-	 * comes after this one's threads have torn down their engines; not
-	 * after a run that timed out, whose threads the device holds (its
-	 * result is due within its budget) */
-	if (!is_timed_out && !probe_threads_wait(ONCE_THREADS_WAIT_USEC)) {
+	 * comes after this one's threads have torn down their engines */
+	if (!probe_threads_wait(PROBE_THREADS_WAIT_USEC)) {
 		log_warning("Group %u: I/O still pending in the kernel after %u s, going on without it.",
-			    groupid, (unsigned)(ONCE_THREADS_WAIT_USEC / USEC_PER_SEC));
+			    groupid, (unsigned)(PROBE_THREADS_WAIT_USEC / USEC_PER_SEC));
 	}
 	return is_all_ok;
 }

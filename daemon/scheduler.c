@@ -342,7 +342,6 @@ static void *probe_thread(void *userdata)
 int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret)
 {
 	struct scheduler *s;
-	pthread_condattr_t ca;
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -352,10 +351,7 @@ int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, str
 	s->wake_fd = wake_fd;
 	s->sysfs = sysfs ? sysfs : "/sys";
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&s->cond);
 	*ret = s;
 	return 0;
 }

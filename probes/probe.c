@@ -122,6 +122,10 @@ struct run {
 	struct probe_result result;
 
 	struct job *jobs;
+
+	/* under threads_lock (Threads, below) */
+	unsigned n_threads; /* its run and job threads that have not said done */
+	bool is_abandoned;  /* it left I/O in the kernel (run_abandon()) */
 };
 
 /* Pure pieces ----------------------------------------------------------- */
@@ -311,38 +315,33 @@ unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
  * Run and job threads are not joined by whoever started them: a run is
  * reported without its threads when the device holds them in the kernel.
  * They are joined here instead, once they have said they are done, so that
- * the process can wait for every one of them before it exits
- * (probe_threads_wait()), rather than exit while they are still freeing
- * their buffers or tearing down their engines. */
+ * the process can wait for them before it exits (probe_threads_wait()),
+ * rather than exit while they are still freeing their buffers or tearing
+ * down their engines. The threads of a run that left I/O in the kernel
+ * (run_abandon()) are not waited for: the device decides when they end. */
 
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t threads_cond;
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static unsigned threads_live;	/* under threads_lock */
+/* under threads_lock: */
+static unsigned threads_live;	/* of runs not abandoned */
 static pthread_t *threads_done; /* finished, not yet joined */
 static size_t n_threads_done, threads_done_cap;
 
 static void threads_init(void)
 {
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&threads_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&threads_cond);
 }
 
-/* Join the threads that have finished; returns how many are still live. */
-static unsigned threads_reap(void)
+/* Join the threads that have finished. */
+static void threads_reap(void)
 {
 	pthread_t *done;
 	size_t n;
-	unsigned live;
 
 	pthread_mutex_lock(&threads_lock);
 	done = threads_done;
 	n = n_threads_done;
-	live = threads_live;
 	threads_done = NULL;
 	n_threads_done = threads_done_cap = 0;
 	pthread_mutex_unlock(&threads_lock);
@@ -351,19 +350,28 @@ static unsigned threads_reap(void)
 		pthread_join(done[i], NULL);
 	}
 	free(done);
-	return live;
 }
 
-static int thread_spawn(void *(*fn)(void *), void *arg)
+/* One more (+1) or one fewer (-1) thread of r. Caller holds threads_lock. */
+static void threads_count_locked(struct run *r, int delta)
+{
+	r->n_threads += (unsigned)delta;
+	if (!r->is_abandoned) {
+		threads_live += (unsigned)delta;
+	}
+	pthread_cond_broadcast(&threads_cond);
+}
+
+static int thread_spawn(struct run *r, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t t;
 	int e;
 
 	pthread_once(&threads_once, threads_init);
-	(void)threads_reap();
+	threads_reap();
 	pthread_mutex_lock(&threads_lock);
-	threads_live++;
+	threads_count_locked(r, +1);
 	pthread_mutex_unlock(&threads_lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
@@ -371,15 +379,15 @@ static int thread_spawn(void *(*fn)(void *), void *arg)
 	pthread_attr_destroy(&attr);
 	if (e != 0) {
 		pthread_mutex_lock(&threads_lock);
-		threads_live--;
-		pthread_cond_broadcast(&threads_cond);
+		threads_count_locked(r, -1);
 		pthread_mutex_unlock(&threads_lock);
 	}
 	return e;
 }
 
-/* The last thing a run or job thread does. */
-static void thread_done(void)
+/* A thread of r is done with r; called before its last run_unref(), which
+ * the join then waits for. */
+static void thread_done(struct run *r)
 {
 	pthread_mutex_lock(&threads_lock);
 	if (n_threads_done == threads_done_cap) {
@@ -396,8 +404,19 @@ static void thread_done(void)
 	} else {
 		pthread_detach(pthread_self()); /* out of memory: nobody joins it */
 	}
-	threads_live--;
-	pthread_cond_broadcast(&threads_cond);
+	threads_count_locked(r, -1);
+	pthread_mutex_unlock(&threads_lock);
+}
+
+/* r left I/O in the kernel: its threads end when the device lets them. */
+static void run_abandon(struct run *r)
+{
+	pthread_mutex_lock(&threads_lock);
+	if (!r->is_abandoned) {
+		r->is_abandoned = true;
+		threads_live -= r->n_threads;
+		pthread_cond_broadcast(&threads_cond);
+	}
 	pthread_mutex_unlock(&threads_lock);
 }
 
@@ -405,14 +424,17 @@ bool probe_threads_wait(uint64_t timeout_usec)
 {
 	uint64_t deadline = now_nsec(CLOCK_MONOTONIC) + timeout_usec * NSEC_PER_USEC;
 	struct timespec ts = ns_to_timespec(deadline);
+	bool is_idle;
 
 	pthread_once(&threads_once, threads_init);
 	pthread_mutex_lock(&threads_lock);
 	while (threads_live > 0 && now_nsec(CLOCK_MONOTONIC) < deadline) {
 		pthread_cond_timedwait(&threads_cond, &threads_lock, &ts);
 	}
+	is_idle = threads_live == 0;
 	pthread_mutex_unlock(&threads_lock);
-	return threads_reap() == 0;
+	threads_reap();
+	return is_idle;
 }
 
 /* Jobs -------------------------------------------------------------------- */
@@ -681,6 +703,9 @@ static void job_timeout(struct job *j, unsigned inflight, bool is_issuing)
 	}
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		j->op[op].errors[PROBE_ERR_TIMEOUT] += per_op[op];
+	}
+	if (inflight > 0) {
+		run_abandon(r); /* its teardown waits for the device */
 	}
 	if (inflight == 0 && is_issuing) {
 		j->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE].errors[PROBE_ERR_TIMEOUT]++;
@@ -1008,8 +1033,8 @@ static void *job_main(void *userdata)
 
 	/* after reporting: io_destroy() may wait for a stuck device */
 	job_teardown(j);
+	thread_done(r);
 	run_unref(r);
-	thread_done();
 	return NULL;
 }
 
@@ -1183,7 +1208,7 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 			job_cpu(&allowed, first, n, &r->jobs[n].cpu);
 			r->jobs[n].allowed = allowed;
 		}
-		e = thread_spawn(job_main, &r->jobs[n]);
+		e = thread_spawn(r, job_main, &r->jobs[n]);
 		if (e != 0) {
 			run_unref(r);
 			break;
@@ -1301,8 +1326,8 @@ static void *run_main(void *userdata)
 		r->phase = PHASE_DONE;
 		pthread_cond_broadcast(&r->cond);
 		pthread_mutex_unlock(&r->lock);
+		thread_done(r);
 		run_unref(r);
-		thread_done();
 		return NULL;
 	}
 	probe_result_init(res);
@@ -1364,8 +1389,8 @@ static void *run_main(void *userdata)
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	free(res);
+	thread_done(r);
 	run_unref(r);
-	thread_done();
 	return NULL;
 }
 
@@ -1412,7 +1437,6 @@ static void run_copy_keys(struct run *r, const struct probe_config *pc, const st
 static int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
 {
 	struct run *r;
-	pthread_condattr_t ca;
 
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -1427,10 +1451,7 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 		return k;
 	}
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&r->cond);
 
 	r->name = strdup(pc->name ? pc->name : "probe");
 	r->directory = pc->directory ? strdup(pc->directory) : NULL;
@@ -1486,7 +1507,7 @@ int probe_start(const struct probe_config *pc, const struct probe_options *o, st
 		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
 	}
 	run_ref(r);
-	e = thread_spawn(run_main, r);
+	e = thread_spawn(r, run_main, r);
 	if (e != 0) {
 		run_unref(r);
 		run_unref(r);
@@ -1541,6 +1562,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 						  : "timed out: %s did not answer within the run's budget",
 				    r->target);
 			run_cancel_locked(r);
+			run_abandon(r);
 			break;
 		}
 		ts = ns_to_timespec(deadline);

@@ -108,11 +108,16 @@ bool probe_run_has_threads(struct probe_run *run);
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);
 
-/* Wait up to timeout_usec for every run's threads to finish, and join
- * them: before the process exits, so that none is still tearing down its
- * engine or freeing its buffers. False when some are still held (by a
- * device that does not complete their I/O). */
+/* Wait up to timeout_usec for the threads of every run to finish, and join
+ * them: before the process exits (or --once's next group starts), so that
+ * none is still tearing down its engine or freeing its buffers. Not for
+ * those of a run that left I/O in the kernel (a timeout with I/O in flight):
+ * the device decides when they end. False when some others are still
+ * running at the timeout. */
 bool probe_threads_wait(uint64_t timeout_usec);
+/* What the daemon's exit and --once give them: I/O on a healthy device is
+ * in flight for milliseconds. */
+#define PROBE_THREADS_WAIT_USEC (3 * USEC_PER_SEC)
 
 /* The logical block size of the device `dev` that a run opened its target
  * on (O_DIRECT alignment): its own queue's, or the whole disk's for a
