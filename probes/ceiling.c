@@ -282,26 +282,28 @@ static void declare_bucket(struct ceiling_state *st, const struct device_config 
  * mean, not each second: a guest short of CPU completes a bucket's base
  * unevenly, one second short and the next long. */
 static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_params *p,
-			    const struct device_config *dc, const struct ceiling_sample *s)
+			    const struct device_config *dc, const struct ceiling_sample *s, bool is_held)
 {
+	const unsigned n = CEILING_BASE_HELD_SAMPLES;
 	double sum = 0.0;
 
-	if (!is_queueing(p, s) || s->iops > dc->credit_rate * 1.1) {
+	if (!is_held) {
 		st->n_held = 0;
 		return false;
 	}
-	st->held_iops[st->n_held % CEILING_BASE_HELD_SAMPLES] = s->iops;
-	/* from 2N back to N: the same slot, and no wrap */
-	st->n_held =
-	    st->n_held + 1 >= 2 * CEILING_BASE_HELD_SAMPLES ? CEILING_BASE_HELD_SAMPLES : st->n_held + 1;
-	if (st->n_held < CEILING_BASE_HELD_SAMPLES) {
+	/* the last n, oldest first */
+	memmove(st->held_iops, st->held_iops + 1, (n - 1) * sizeof(st->held_iops[0]));
+	st->held_iops[n - 1] = s->iops;
+	if (st->n_held < n) {
+		st->n_held++;
+	}
+	if (st->n_held < n) {
 		return false;
 	}
-	for (unsigned i = 0; i < CEILING_BASE_HELD_SAMPLES; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		sum += st->held_iops[i];
 	}
-	return fabs(sum / CEILING_BASE_HELD_SAMPLES - dc->credit_rate) <=
-	       band_for(p, RESOURCE_IOPS, dc->credit_rate, s);
+	return fabs(sum / n - dc->credit_rate) <= band_for(p, RESOURCE_IOPS, dc->credit_rate, s);
 }
 
 static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
@@ -316,7 +318,7 @@ static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling
 	st->burst_balance += (dc->credit_rate - s->iops) * s->interval_sec;
 	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
 	is_held = is_queueing(p, s) && s->iops <= dc->credit_rate * 1.1;
-	is_at_base = is_held_at_base(st, p, dc, s);
+	is_at_base = is_held_at_base(st, p, dc, s, is_held);
 	if (is_held && (st->burst_balance < 0.01 * (double)dc->burst_credits || is_at_base)) {
 		st->burst_balance = 0.0;
 	}

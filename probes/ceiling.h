@@ -73,7 +73,7 @@ struct ceiling_state {
 	bool has_burst_balance;
 	double burst_balance; /* credits */
 	unsigned n_held;      /* samples in a row held near the declared base, queued */
-	double held_iops[CEILING_BASE_HELD_SAMPLES]; /* the last of them, by n_held */
+	double held_iops[CEILING_BASE_HELD_SAMPLES]; /* the last of them, oldest first */
 	double pending_own_ops;			     /* noted since the last sample */
 	struct burst_tracker burst;		     /* the burst bucket learned from the samples */
 	double peak_iops;  /* the highest IOPS ceiling found or measured, bursts aside:
