@@ -1160,6 +1160,7 @@ static bool reserved_keyword(const char *name, size_t len, char *buf, size_t siz
 static const char *expand_value(struct parser *p, const char *key, const char *value, char **ret_buf)
 {
 	const char *s = value;
+	bool has_error = false;
 	size_t size;
 	FILE *f;
 
@@ -1172,21 +1173,23 @@ static const char *expand_value(struct parser *p, const char *key, const char *v
 		add_error(p, p->line, "out of memory");
 		return NULL;
 	}
-	while (*s) {
-		size_t lit = strcspn(s + 1, "$") + 1, n;
+	while (*s && !has_error) {
 		const char *end;
 		char num[32];
+		size_t n;
 
 		if (s[0] == '$' && s[1] == '{' && (end = strchr(s + 2, '}'))) {
 			_cleanup_free_ char *name = strndup(s + 2, (size_t)(end - s - 2));
 			const char *v = name && *name ? getenv(name) : NULL;
 
-			if (!v) {
+			if (!name) {
+				add_error(p, p->line, "out of memory");
+			} else if (!v) {
 				add_error(p, p->line, "%s=%s: ${%s} is not set in iopsd's environment", key,
-					  value, name ? name : "");
-				break;
+					  value, name);
 			}
-			fputs(v, f);
+			has_error = !v;
+			fputs(v ? v : "", f);
 			s = end + 1;
 		} else if (s[0] == '$' && (n = strspn(s + 1, "abcdefghijklmnopqrstuvwxyz_")) > 0 &&
 			   reserved_keyword(s + 1, n, num, sizeof(num))) {
@@ -1194,14 +1197,16 @@ static const char *expand_value(struct parser *p, const char *key, const char *v
 			s += n + 1;
 		} else {
 			/* up to the next $ (a $ that starts neither is kept) */
-			fwrite(s, 1, lit, f);
-			s += lit;
+			n = strcspn(s + 1, "$") + 1;
+			fwrite(s, 1, n, f);
+			s += n;
 		}
 	}
-	if (fclose(f) != 0 || *s) {
-		if (!*s) {
-			add_error(p, p->line, "out of memory");
-		}
+	if (fclose(f) != 0 && !has_error) {
+		add_error(p, p->line, "out of memory");
+		has_error = true;
+	}
+	if (has_error) {
 		free(*ret_buf);
 		*ret_buf = NULL;
 		return NULL;
