@@ -20,6 +20,7 @@ README.md describes both."""
 import contextlib
 import ctypes
 import json
+import math
 import os
 import re
 import shlex
@@ -500,6 +501,7 @@ class Lab:
         self.vm = None
         self.prom = None
         self.lock = threading.RLock()
+        self._guest_tick_ms = None  # its kernel tick, for dm-delay (_dm_delay_ms)
         self.iopsd_conf = None
         self.server = None
         self.t_up = None
@@ -637,8 +639,27 @@ class Lab:
             # fails with EIO (on the guest's 6.1 kernel reads and writes)
             return f"0 {n} flakey {disk} 0 0 1"
         if kind == "delay":
-            return f"0 {n} delay {disk} 0 {int(delay_ms)}"
+            return f"0 {n} delay {disk} 0 {self._dm_delay_ms(delay_ms)}"
         raise VMError(f"fault {kind}: none, eio or delay")
+
+    def _dm_delay_ms(self, delay_ms):
+        """dm-delay's parameter for a device that adds `delay_ms` to each
+        I/O. On the guest's kernel (6.1; before 6.8 for every delay)
+        dm-delay holds an I/O until a timer, set msecs_to_jiffies(d) ticks
+        on, fires; the timer wheel rounds that up by one tick so as never
+        to fire early. An I/O is held (ceil(d / tick) + 1) ticks less the
+        part of the current tick already gone: d=50 at 250 Hz held QD1
+        reads 55.8 ms (14 ticks), d=48 52.2 ms, d=44 48.0 ms (fio p50 in
+        this guest). So d is one tick less than the delay rounded up to
+        whole ticks: 48 for 50 ms, held 48-52 ms, 52 at QD1."""
+        if self._guest_tick_ms is None:
+            out = self.run("sed -n 's/^CONFIG_HZ=//p' /boot/config-$(uname -r)", check=False).stdout.strip()
+            self._guest_tick_ms = 1000 / int(out) if out.isdigit() and int(out) > 0 else 0
+        tick = self._guest_tick_ms
+        if not tick or delay_ms <= 0:
+            return int(round(delay_ms))
+        ticks = max(2, math.ceil(delay_ms / tick - 1e-9))
+        return max(1, int((ticks - 1) * tick))
 
     def _dm_load(self, v, table):
         # without --nolockfs, suspend freezes a filesystem on it, which
@@ -934,7 +955,9 @@ class Lab:
                 raise VMError(f"volume {name} is detached")
             self._dm_load(v, self._dm_table(v, kind, delay_ms))
             v.fault = kind if kind != "delay" else f"delay={int(delay_ms)}ms"
-            self.log(f"{name}: fault {v.fault}")
+            how = f" (dm-delay {self._dm_delay_ms(delay_ms)} ms, in ticks of {self._guest_tick_ms:g} ms)" \
+                if kind == "delay" else ""
+            self.log(f"{name}: fault {v.fault}{how}")
             return v.as_dict()
 
     def status(self):

@@ -5,6 +5,7 @@ itself taking the lab's drives, group and caps (started paused, asked over
 QMP what it applied, quit). The guest side runs in tests/vm/
 test-lab-scenarios.py."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -150,6 +151,29 @@ def test_iopsd_config_names():
     print("ok: the iopsd.conf template gets the guest's names and the declared limits")
 
 
+def test_dm_delay_in_ticks():
+    # dm-delay holds an I/O (ceil(d / tick) + 1) ticks less the part of the
+    # current one gone (measured in the guest: d=50 at 250 Hz held 55.8 ms,
+    # d=48 52.2 ms): the lab's parameter is one tick below the delay
+    # rounded up to ticks, so the hold ends within one tick of the delay
+    lab = iopsdlab.Lab.__new__(iopsdlab.Lab)
+    for hz, want in ((250, 50), (250, 40), (1000, 50), (300, 50), (100, 50), (250, 3)):
+        lab._guest_tick_ms = 1000 / hz
+        d = lab._dm_delay_ms(want)
+        tick = 1000 / hz
+        held = (math.ceil(d / tick - 1e-9) + 1) * tick  # at most; at least one tick less
+        assert d >= 1 and held >= want, (hz, want, d, held)
+        if want >= 2 * tick:
+            assert held - tick < want + 1e-9 and held - want < tick, (hz, want, d, held)
+        else:  # the shortest hold dm-delay has
+            assert held == 2 * tick, (hz, want, d, held)
+    lab._guest_tick_ms = 4.0
+    assert lab._dm_delay_ms(50) == 48, lab._dm_delay_ms(50)
+    lab._guest_tick_ms = 0  # no CONFIG_HZ in the guest: the delay as asked
+    assert lab._dm_delay_ms(50) == 50
+    print("ok: dm-delay's parameter holds an I/O within one tick of the delay asked for")
+
+
 def test_lab_boots_the_shared_image():
     # iopsd's libraries are in the base image: the lab asks for nothing
     # more, or it would build (and prune) images other tests use
@@ -172,6 +196,7 @@ def main():
     test_burst_is_qemus_bucket()
     test_command_line()
     test_iopsd_config_names()
+    test_dm_delay_in_ticks()
     with tempfile.TemporaryDirectory(prefix="lab-vm-spec-", dir="/var/tmp") as tmp:
         test_qemu_takes_the_drives(tmp)
 

@@ -936,21 +936,17 @@ class Scenarios:
               f"{', '.join(f'{1000 * v:.1f}' for v in p50)}), fio {ref * 1000:.2f} ms over {t4 - t3:.0f} s (min "
               f"{ref_min * 1000:.2f}; before the delay {before[-1][1] * 1000 if before else float('nan'):.2f} ms)",
               "within 5%")
-        # The figure, 50 ms +- 10%. dm-delay counts in jiffies: at
-        # Debian's 250 Hz, 50 ms is 13 ticks from the current one, and the
-        # timer wheel may add one so as never to fire early: the I/O is
-        # held 48 to 56 ms before a worker woken on that tick submits it,
-        # and a TCG guest adds its late wake-ups to that (fio's p50 through
-        # the device was 55.8-57.9 ms in this lab, its minimum 49-53.9). When
-        # fio through the same device is outside the band as well, the
-        # device's delay misses the figure, not iopsd's measurement (the
-        # check above holds iopsd to fio's).
+        # The figure, 50 ms +- 10%. dm-delay counts in ticks (the
+        # lab sets it so that an I/O is held 48-52 ms at 250 Hz, see
+        # Lab._dm_delay_ms()). When fio through the same device is outside
+        # the band as well, the device's delay missed it (a TCG guest's
+        # timers fire late by what the host leaves it), not iopsd's
+        # measurement: the check above holds iopsd to fio's.
         ok = last is not None and 0.045 <= last <= 0.055
         lab_limit = None
         if last is not None and not (0.045 <= ref <= 0.055) and abs(last - ref) <= 0.05 * ref:
             lab_limit = (f"the device's own delay: fio's p50 through it is {ref * 1000:.2f} ms (min "
-                         f"{ref_min * 1000:.2f} ms): dm-delay holds an I/O 13 or 14 ticks of 4 ms, plus the TCG "
-                         "guest's late wake-ups")
+                         f"{ref_min * 1000:.2f} ms): the TCG guest's timers fired late")
         check("faults", "dm-delay 50 ms: probe p50 against the delay", ok,
               f"{fmt(last * 1000 if last else None, '.2f')} ms", "50 ms +- 10%", lab_limit=lab_limit)
         self.windows["flt"] = (t0, time.time())
