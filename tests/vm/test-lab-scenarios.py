@@ -28,13 +28,12 @@ ships and started by systemd), each scenario asserting figures:
            control volume
   cgroup   contrib/lab/iopsd-lab's io.max (cgroup v2) path, in the guest
 
-C is 1000 IOPS times IOPSD_LAB_SCALE (default 0.7: C = 700, a burst of
-2100). At 1 (the field notes' 1000, a burst of 3000) every check passed on
-the 2-core machine, once; in the next runs the TCG guest, short of CPU
-while the host did other work, now and then submitted 1200-1600 IOPS for
-ten seconds of a 3000-IOPS burst, and once found no plateau at 2000 after
-the live modification within 45 s. 0.7 passed twice in a row. Every figure is printed and written
-to BUILDDIR/lab-scenarios.json; a failing check does not stop the others
+C is 1000 IOPS times IOPSD_LAB_SCALE (default 1: the field notes' 1000, a
+burst of 3000). The TCG guest needs the host's two CPUs for that: with
+other work on the host it now and then submitted 1200-1600 IOPS for ten
+seconds of a 3000-IOPS burst, or 875 through the RAID0; the suite runs
+alone (is_parallel: false); a slower or busier machine can run it at 0.7
+(C = 700). Every figure is printed and written to BUILDDIR/lab-scenarios.json; a failing check does not stop the others
 (the test fails at the end). Screenshots of the live page (burst, RAID0)
 go to BUILDDIR/lab-screenshots/."""
 import json
@@ -58,7 +57,7 @@ import iopsdlab  # noqa: E402
 from iopsdlab import Lab, LabConfig  # noqa: E402
 
 LAB_CLI = os.path.join(SRCDIR, "contrib", "lab", "iopsd-lab")
-SCALE = float(os.environ.get("IOPSD_LAB_SCALE", "0.7"))
+SCALE = float(os.environ.get("IOPSD_LAB_SCALE", "1"))
 C = int(round(1000 * SCALE))   # the field notes' 1000 IOPS
 DECLARED_PORT = 9478           # the second iopsd, with the burst model declared
 EVAL = 1.0                     # Prometheus scrape and evaluation interval, seconds
