@@ -644,9 +644,8 @@ class Lab:
 
     def _dm_delay_ms(self, delay_ms):
         """dm-delay's parameter for a device that adds `delay_ms` to each
-        I/O. On the guest's kernel (6.1; before 6.8 for every delay)
-        dm-delay holds an I/O until a timer, set msecs_to_jiffies(d) ticks
-        on, fires; the timer wheel rounds that up by one tick so as never
+        I/O. On the guest's kernel (Debian 12's 6.1) dm-delay holds an
+        I/O until a timer, set msecs_to_jiffies(d) ticks on, fires; the timer wheel rounds that up by one tick so as never
         to fire early. An I/O is held (ceil(d / tick) + 1) ticks less the
         part of the current tick already gone: d=50 at 250 Hz held QD1
         reads 55.8 ms (14 ticks), d=48 52.2 ms, d=44 48.0 ms (fio p50 in
