@@ -1189,7 +1189,9 @@ static const char *expand_value(struct parser *p, const char *key, const char *v
 					  value, name);
 			}
 			has_error = !v;
-			fputs(v ? v : "", f);
+			if (v) {
+				fputs(v, f);
+			}
 			s = end + 1;
 		} else if (s[0] == '$' && (n = strspn(s + 1, "abcdefghijklmnopqrstuvwxyz_")) > 0 &&
 			   reserved_keyword(s + 1, n, num, sizeof(num))) {

@@ -294,10 +294,7 @@ static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_param
 	/* the last n, oldest first */
 	memmove(st->held_iops, st->held_iops + 1, (n - 1) * sizeof(st->held_iops[0]));
 	st->held_iops[n - 1] = s->iops;
-	if (st->n_held < n) {
-		st->n_held++;
-	}
-	if (st->n_held < n) {
+	if (st->n_held < n && ++st->n_held < n) {
 		return false;
 	}
 	for (unsigned i = 0; i < n; i++) {

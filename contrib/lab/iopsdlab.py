@@ -658,7 +658,7 @@ class Lab:
         if not tick or delay_ms <= 0:
             return int(round(delay_ms))
         ticks = max(2, math.ceil(delay_ms / tick - 1e-9))
-        return max(1, int((ticks - 1) * tick))
+        return int((ticks - 1) * tick)
 
     def _dm_load(self, v, table):
         # without --nolockfs, suspend freezes a filesystem on it, which
