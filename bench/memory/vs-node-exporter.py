@@ -15,7 +15,11 @@ pages, and its binary's file pages) and shared-library file pages.
 With --floor (needs cc and readelf), also an empty program linked against
 the same shared libraries as iopsd (its DT_NEEDED list), which only sleeps:
 the pages that loading and initializing those libraries alone keep
-resident.
+resident; and the same program without libmicrohttpd and gnutls (which
+Debian's libmicrohttpd loads, with its own dependencies, whether or not TLS
+is configured), without libsystemd (sd-event, sd_notify), and without
+both: the most that replacing each could save, since a replacement would
+bring pages of its own.
 
 usage: vs-node-exporter.py [--seconds 60] [--iopsd build/daemon/iopsd]
                            [--collectors diskstats,pressure] [--floor]
@@ -67,12 +71,20 @@ def mappings(pid, binary):
     return out
 
 
-def start_floor(binary, tmp):
-    """An empty, sleeping program with iopsd's DT_NEEDED libraries."""
+# --floor's programs: (name, the libraries of iopsd's DT_NEEDED list left out)
+FLOORS = [("libraries only", ()),
+          ("  no mhd+gnutls", ("libmicrohttpd.so", "libgnutls.so")),
+          ("  no libsystemd", ("libsystemd.so",)),
+          ("  neither", ("libmicrohttpd.so", "libgnutls.so", "libsystemd.so"))]
+
+
+def start_floor(binary, tmp, name, drop):
+    """An empty, sleeping program with iopsd's DT_NEEDED libraries but
+    those in `drop` (name prefixes)."""
     dyn = subprocess.run(["readelf", "-d", binary], stdout=subprocess.PIPE, check=True).stdout.decode()
     libs = [f"-l:{n}" for n in re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]", dyn)
-            if not n.startswith(("libc.so", "ld-linux"))]
-    exe = os.path.join(tmp, "floor")
+            if not n.startswith(("libc.so", "ld-linux") + drop)]
+    exe = os.path.join(tmp, "floor-" + name.strip().replace(" ", "-"))
     subprocess.run(["cc", "-O2", "-x", "c", "-", "-o", exe, "-Wl,--no-as-needed"] + libs,
                    input=b"#include <unistd.h>\nint main(void) { pause(); return 0; }\n", check=True)
     return subprocess.Popen([exe])
@@ -84,7 +96,7 @@ def main():
     ap.add_argument("--iopsd", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "daemon",
                                                     "iopsd"))
     ap.add_argument("--collectors", default="", help="node_exporter collectors only (default: its defaults)")
-    ap.add_argument("--floor", action="store_true", help="also an empty program with iopsd's libraries")
+    ap.add_argument("--floor", action="store_true", help="also empty programs with iopsd's libraries: all, and without some")
     args = ap.parse_args()
     exporter = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
     if not exporter:
@@ -114,7 +126,8 @@ def main():
         for name, p in procs.items():
             wait_http(ports[name], p)
         if args.floor:
-            procs["libraries only"] = start_floor(binary, tmp)
+            for name, drop in FLOORS:
+                procs[name] = start_floor(binary, tmp, name, drop)
         t0 = time.monotonic()
         for i in range(args.seconds):
             for name in ports:
@@ -145,6 +158,14 @@ def main():
     for kind in ("anon", "file"):
         rows = sorted(((v, n) for (k, n), v in maps.items() if k == kind and v > 0), reverse=True)
         print(f"  {kind} by mapping: " + ", ".join(f"{n} {v}" for v, n in rows))
+    if args.floor:
+        # the pages a floor without some libraries saves, taken off iopsd's
+        # VmRSS: a bound, as whatever replaced them would add its own
+        full = mem[FLOORS[0][0]]["VmRSS"]
+        print("\niopsd's VmRSS less what each floor without some libraries saves (a lower bound), KiB:")
+        for name, _ in FLOORS[1:]:
+            bound = mem["iopsd"]["VmRSS"] - (full - mem[name]["VmRSS"])
+            print(f"  {name.strip():14} {bound:7} ({pct(bound)})")
 
 
 if __name__ == "__main__":
