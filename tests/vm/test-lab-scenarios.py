@@ -527,6 +527,20 @@ class Scenarios:
                    "CPU, submitted and completed unevenly")
         return share, at_g, why
 
+    def undriven_array(self, drives, t0, t1, runtime):
+        """Why a load on an array of QEMU drives did not test its cap: the
+        I/Os QEMU itself let through to them between t0 and t1, over the
+        jobs' runtime, fell short of 95% of the members' caps together (C),
+        so the TCG guest, short of CPU, never drove the array to its limit.
+        None when it did."""
+        if not runtime > 0:
+            return None
+        got = sum(self.rec.ops(d, t0, t1) for d in drives) / runtime
+        if got >= 0.95 * C:
+            return None
+        return (f"QEMU let {got:.0f} IOPS through to the members over the load, below 95% of their caps together "
+                f"({C}): the TCG guest, short of CPU, did not drive the array to its limit")
+
     def flagged(self, src, device, t0):
         return first(self.rec.series(src, "iopsd_device_throttled", t0, device=device), lambda v: v == 1)
 
@@ -789,7 +803,10 @@ class Scenarios:
                 per_member[m] = 100 * (after[0] - before[-1]) / runtime
         mean_mu = max(per_member.values()) if per_member else None
         fio_members = {m: du.get(m, {}).get("util") for m in members}
-        check("raid0", "fio (the job file): IOPS", 0.95 * C <= fio_iops <= 1.01 * C, f"{fio_iops:.1f}", f"near {C}")
+        starved = self.undriven_array([f"d-{m.name}" for m in self.lab.cfg.arrays["data"].members], start, end,
+                                      runtime)
+        check("raid0", "fio (the job file): IOPS", 0.95 * C <= fio_iops <= 1.01 * C, f"{fio_iops:.1f}", f"near {C}",
+              lab_limit=starved)
         check("raid0", "member utilization = fio's aggrutil",
               aggr is not None and mean_mu is not None and abs(mean_mu - aggr) <= 1,
               f"iopsd {fmt(mean_mu, '.2f')}% (members {pcts(per_member)}: busy over the jobs' {runtime:.1f} s; "
@@ -799,10 +816,11 @@ class Scenarios:
                 if lab.get("device") == md and any(v == 1 for _, v in pts)}
         thr = {m for m in members if self.flagged("main", m, t0)}
         arr = self.flagged("main", md, t0)
-        check("raid0", "a throttled member is flagged", bool(thr), sorted(thr), f"one of {members}")
+        check("raid0", "a throttled member is flagged", bool(thr), sorted(thr), f"one of {members}",
+              lab_limit=starved)
         check("raid0", "the array is flagged, held by its member, named", arr is not None and held and
               held <= set(members), f"{md} throttled {'yes' if arr else 'no'}, held_by {sorted(held)}",
-              f"yes, by members of {md}")
+              f"yes, by members of {md}", lab_limit=starved)
         p = next((x for x in self.lab.get_json("/api/v1/probes").get("probes", []) if x.get("name") == "data"), {})
         info = [lab for lab, _ in rec.labels_of("main", "iopsd_probe_info", t0) if lab.get("probe") == "data"]
         check("raid0", "the /data probe reports the array and its members",
@@ -819,10 +837,12 @@ class Scenarios:
             why += " " + "; ".join(f"{j.get('error_name')}: {j.get('message')}" for j in o["jobs"])
         except ValueError:
             why += r.stdout[-300:]
+        # iopsd's own figure is held to the cap even when fio's is not one
+        near = once is not None and 0.95 * C <= once <= 1.03 * C
         check("raid0", "iopsd --once (the job file): IOPS, vs fio",
-              once is not None and abs(once - fio_iops) <= 0.03 * fio_iops and 0.95 * C <= once <= 1.03 * C,
+              near and abs(once - fio_iops) <= 0.03 * fio_iops,
               f"{once:.1f} vs fio {fio_iops:.1f}" if once else f"exit {r.returncode}: {why}",
-              f"within 3%, near {C}")
+              f"within 3%, near {C}", lab_limit=starved if near else None)
         self.windows["raid0"] = (t0, time.time())
 
     # three volumes under an instance-wide limit
