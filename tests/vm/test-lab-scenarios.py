@@ -1121,9 +1121,12 @@ def check_alerts(lab, sc, rules, t_begin):
             check("alerts", f"{what} fires", False, "never fired" if name in rules else "no such rule",
                   f"fires (pending seen: {len(pend)} evaluations)")
             continue
-        t_fire = fires[0]
-        # the pending run that led to it: consecutive evaluations before it
-        run = [t for t in pend if t < t_fire]
+        # the instance that fired first (an array held by two members has
+        # one per member, each pending on its own), and the pending run
+        # that led to it: its consecutive evaluations before it
+        first_hit = min((st for st in hits if st["firing"]), key=lambda st: min(st["firing"]))
+        t_fire = min(first_hit["firing"])
+        run = sorted(t for t in first_hit["pending"] if t < t_fire)
         t_pend = t_fire
         for t in reversed(run):
             if t_pend - t > 1.5 * EVAL:
