@@ -96,7 +96,8 @@ def main():
     ap.add_argument("--iopsd", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "daemon",
                                                     "iopsd"))
     ap.add_argument("--collectors", default="", help="node_exporter collectors only (default: its defaults)")
-    ap.add_argument("--floor", action="store_true", help="also empty programs with iopsd's libraries: all, and without some")
+    ap.add_argument("--floor", action="store_true", 
+                    help="also empty programs with iopsd's libraries: all, and without some")
     args = ap.parse_args()
     exporter = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
     if not exporter:
