@@ -193,10 +193,15 @@ def run_faults(fs, raw):
 
         # 8. the probe file replaced by a hard link to a user's file of the
         #    same size: not reused, the link dropped, a fresh file laid out
+        #    (the link is unlinked before the fresh file is renamed in, so
+        #    the probe file may be absent for a moment: watch the user's file)
+        user_file = os.path.join(mnt, "dir1", "same-size.bin")
         os.unlink(probe_file)
-        os.link(os.path.join(mnt, "dir1", "same-size.bin"), probe_file)
-        t.wait_until(lambda: os.stat(probe_file).st_nlink == 1, 10, what="the hard link to be dropped")
+        os.link(user_file, probe_file)
+        t.wait_until(lambda: os.stat(user_file).st_nlink == 1, 10, what="the hard link to be dropped")
         root.expect_recovered()
+        st, ust = os.stat(probe_file), os.stat(user_file)
+        assert st.st_ino != ust.st_ino and st.st_nlink == 1, "the user's file is still the probe file"
 
         # 9. the probe file deleted, or truncated while probes run
         logged = reader.failures_logged()
