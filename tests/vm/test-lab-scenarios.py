@@ -541,6 +541,22 @@ class Scenarios:
         return (f"QEMU let {got:.0f} IOPS through to the members over the load, below 95% of their caps together "
                 f"({C}): the TCG guest, short of CPU, did not drive the array to its limit")
 
+    def bucket_dry(self, after, started, bucket):
+        """When QEMU's burst bucket ran dry after `after`: the burst volume's
+        rate fell to the base and stayed there, with most of the bucket
+        spent over the base since the load `started`. A TCG guest short of
+        CPU for 5 s falls as low with the bucket still full (a CI run: 10784
+        of 60000 I/Os spent at such a dip); that dip is passed over. None
+        while neither has come."""
+        series = self.rec.rate("d-burst", after, window=2)
+        while True:
+            dip = settled(series, 1.5 * C, 5)
+            if dip is None:
+                return None
+            if self.rec.ops("d-burst", started, dip[0]) - C * (dip[0] - started) >= 0.8 * bucket:
+                return dip
+            series = [p for p in series if p[0] > dip[0]]
+
     def flagged(self, src, device, t0):
         return first(self.rec.series(src, "iopsd_device_throttled", t0, device=device), lambda v: v == 1)
 
@@ -655,14 +671,16 @@ class Scenarios:
         self.fio.randread("burst", [f"/dev/{bd}"])
         # QEMU's bucket runs dry when its rate falls from the burst to the
         # base and stays there
+        b_caps = self.lab.cfg.volumes["burst"].caps
+        bucket = b_caps.burst * b_caps.max_length(C)
         top = rec.wait(lambda: first(rec.rate("d-burst", t0, window=2), lambda v: v >= 2.7 * C), 30)
-        drop = rec.wait(lambda: settled(rec.rate("d-burst", top[0] + 3, window=2), 1.5 * C, 5), 80) if top else None
+        started = load_start(rec, "d-burst", 2 * C, t0) if top else None
+        drop = rec.wait(lambda: self.bucket_dry(top[0] + 3, started, bucket), 150) if top else None
         if not (top and drop):
             rates = [round(v) for _, v in rec.rate("d-burst", t0)][::2]
             check(tag, "QEMU delivered the burst, then the base", False, f"rates {rates}", f"{3 * C} then {C}")
             self.fio.stop("burst")
             return
-        started = load_start(rec, "d-burst", 2 * C, t0)
         # the burst's rate as QEMU delivered it: its mean from the top to the
         # drop, what iopsd's tracker averages too (a guest short of CPU
         # for a few seconds pulls both down alike; a median would not)
@@ -677,8 +695,6 @@ class Scenarios:
         # QEMU's drop, wherever it falls). The ends are known to half a
         # second of the 2-s window, 1.7% of the bucket each.
         spent = self.rec.ops("d-burst", started, drop[0]) - C * burst_s
-        b_caps = self.lab.cfg.volumes["burst"].caps
-        bucket = b_caps.burst * b_caps.max_length(C)
         # the lab's own figure: iopsd is held to what QEMU delivered, below
         lab_ok = check(tag, "QEMU's burst (rate; its bucket, spent over the base)",
                        abs(burst_rate - 3 * C) <= 0.03 * 3 * C and abs(spent - bucket) <= 0.06 * bucket,
