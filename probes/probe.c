@@ -872,8 +872,8 @@ static bool read_schedstat(int fd, uint64_t *ret_wait_ns, uint64_t *ret_slices)
  * loop device in memory: 3-8 µs per wakeup on a free CPU, whose exit from
  * idle counts as waiting, and up to 60% of the time. Behind a busy loop,
  * 33 µs per wakeup under CFS (Linux 6.1) but 13-18 µs under EEVDF (6.18),
- * which lets a waking task in sooner, while the job still ran at 40% of
- * its free sibling's rate: the bar sits between.) */
+ * which lets a waking task in sooner, while the job still woke only
+ * 37-59% as often as its free sibling: the bar sits between.) */
 #define WATCH_NS      (50 * NSEC_PER_MSEC)
 #define WATCH_WAIT_NS (10 * NSEC_PER_USEC)
 #define WATCH_STRIKES 2

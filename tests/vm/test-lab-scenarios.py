@@ -541,6 +541,11 @@ class Scenarios:
         return (f"QEMU let {got:.0f} IOPS through to the members over the load, below 95% of their caps together "
                 f"({C}): the TCG guest, short of CPU, did not drive the array to its limit")
 
+    def spent_over_base(self, started, t):
+        """What the burst volume's load, from `started` to t, drew from
+        QEMU's bucket: its I/Os over the base rate C."""
+        return self.rec.ops("d-burst", started, t) - C * (t - started)
+
     def bucket_dry(self, after, started, bucket):
         """When QEMU's burst bucket ran dry after `after`: the burst volume's
         rate fell to the base and stayed there, with most of the bucket
@@ -553,7 +558,7 @@ class Scenarios:
             dip = settled(series, 1.5 * C, 5)
             if dip is None:
                 return None
-            if self.rec.ops("d-burst", started, dip[0]) - C * (dip[0] - started) >= 0.8 * bucket:
+            if self.spent_over_base(started, dip[0]) >= 0.8 * bucket:
                 return dip
             series = [p for p in series if p[0] > dip[0]]
 
@@ -669,8 +674,6 @@ class Scenarios:
         t0 = time.time()
         learned = bool(rec.series("main", "iopsd_device_burst_iops_estimate", t0 - 600, device=bd))
         self.fio.randread("burst", [f"/dev/{bd}"])
-        # QEMU's bucket runs dry when its rate falls from the burst to the
-        # base and stays there
         b_caps = self.lab.cfg.volumes["burst"].caps
         bucket = b_caps.burst * b_caps.max_length(C)
         top = rec.wait(lambda: first(rec.rate("d-burst", t0, window=2), lambda v: v >= 2.7 * C), 30)
@@ -694,7 +697,7 @@ class Scenarios:
         # longer, on the same bucket (iopsd's figures below are held to
         # QEMU's drop, wherever it falls). The ends are known to half a
         # second of the 2-s window, 1.7% of the bucket each.
-        spent = self.rec.ops("d-burst", started, drop[0]) - C * burst_s
+        spent = self.spent_over_base(started, drop[0])
         # the lab's own figure: iopsd is held to what QEMU delivered, below
         lab_ok = check(tag, "QEMU's burst (rate; its bucket, spent over the base)",
                        abs(burst_rate - 3 * C) <= 0.03 * 3 * C and abs(spent - bucket) <= 0.06 * bucket,
