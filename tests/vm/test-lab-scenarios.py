@@ -580,19 +580,19 @@ class Scenarios:
                    "CPU, submitted and completed unevenly")
         return share, at_g, why
 
-    def undriven_array(self, drives, t0, t1, runtime):
+    def undriven_array(self, drives, t0, t1, runtime, level=0.95):
         """Why a load on an array of QEMU drives did not test its cap: the
         I/Os QEMU itself let through to them between t0 and t1, over the
-        jobs' runtime, fell short of 95% of the members' caps together (C),
-        so the TCG guest, short of CPU, never drove the array to its limit.
-        None when it did."""
+        jobs' runtime, fell short of `level` of the members' caps together
+        (C), so the TCG guest, short of CPU, never drove the array to its
+        limit. None when it did."""
         if not runtime > 0:
             return None
         got = sum(self.rec.ops(d, t0, t1) for d in drives) / runtime
-        if got >= 0.95 * C:
+        if got >= level * C:
             return None
-        return (f"QEMU let {got:.0f} IOPS through to the members over the load, below 95% of their caps together "
-                f"({C}): the TCG guest, short of CPU, did not drive the array to its limit")
+        return (f"QEMU let {got:.0f} IOPS through to the members over the load, below {level:.0%} of their caps "
+                f"together ({C}): the TCG guest, short of CPU, did not drive the array to its limit")
 
     def spent_over_base(self, started, t):
         """What the burst volume's load, from `started` to t, drew from
@@ -936,8 +936,12 @@ class Scenarios:
                 per_member[m] = 100 * (after[0] - before[-1]) / runtime
         mean_mu = max(per_member.values()) if per_member else None
         fio_members = {m: du.get(m, {}).get("util") for m in members}
-        starved = self.undriven_array([f"d-{m.name}" for m in self.lab.cfg.arrays["data"].members], start, end,
-                                      runtime)
+        drives = [f"d-{m.name}" for m in self.lab.cfg.arrays["data"].members]
+        starved = self.undriven_array(drives, start, end, runtime)
+        # fio's own run short of the cap by more than the 3% that iopsd's
+        # figure is held to against it (QEMU's count: fio's 16 processes
+        # cost the guest more than iopsd's 16 threads)
+        fio_short = self.undriven_array(drives, start, end, runtime, level=0.97)
         check("raid0", "fio (the job file): IOPS", 0.95 * C <= fio_iops <= 1.01 * C, f"{fio_iops:.1f}", f"near {C}",
               lab_limit=starved)
         check("raid0", "member utilization = fio's aggrutil",
@@ -970,12 +974,17 @@ class Scenarios:
             why += " " + "; ".join(f"{j.get('error_name')}: {j.get('message')}" for j in o["jobs"])
         except ValueError:
             why += r.stdout[-300:]
-        # iopsd's own figure is held to the cap even when fio's is not one
+        # iopsd's own figure is held to the cap even when fio's is not one;
+        # when fio fell more than 3% short of the cap, iopsd's figure is held
+        # to the cap itself, within 3%
         near = once is not None and 0.95 * C <= once <= 1.03 * C
+        at_cap = once is not None and 0.97 * C <= once <= 1.03 * C
         check("raid0", "iopsd --once (the job file): IOPS, vs fio",
               near and abs(once - fio_iops) <= 0.03 * fio_iops,
               f"{once:.1f} vs fio {fio_iops:.1f}" if once else f"exit {r.returncode}: {why}",
-              f"within 3%, near {C}", lab_limit=starved if near else None)
+              f"within 3%, near {C}",
+              lab_limit=(starved if near else None) or (f"{fio_short}; iopsd's {once:.1f} is within 3% of the cap"
+                                                        if at_cap and fio_short else None))
         self.windows["raid0"] = (t0, time.time())
 
     # three volumes under an instance-wide limit
