@@ -334,8 +334,7 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	}
 	r = history_set_config(d->history, cfg);
 	if (r < 0) {
-		log_error_errno(r,
-				"Failed to resize the history: %m, history disabled until the next reload.");
+		log_error_errno(r, "Failed to resize the history: %m, keeping the previous history.");
 	}
 	d->cfg = cfg;
 	if (old->sample_interval_usec != cfg->sample_interval_usec) {

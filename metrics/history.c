@@ -162,16 +162,52 @@ struct history *history_free(struct history *h)
 	return NULL;
 }
 
+/* Exchange the stores of a and b (everything but the lock). */
+static void swap_stores(struct history *a, struct history *b)
+{
+	struct history t = *a;
+
+	a->n_slots = b->n_slots;
+	a->max_devices = b->max_devices;
+	a->timestamps = b->timestamps;
+	a->seq = b->seq;
+	a->rings = b->rings;
+	a->n_rings = b->n_rings;
+	a->index = b->index;
+	a->probes = b->probes;
+	a->n_probes = b->n_probes;
+	b->n_slots = t.n_slots;
+	b->max_devices = t.max_devices;
+	b->timestamps = t.timestamps;
+	b->seq = t.seq;
+	b->rings = t.rings;
+	b->n_rings = t.n_rings;
+	b->index = t.index;
+	b->probes = t.probes;
+	b->n_probes = t.n_probes;
+}
+
 int history_set_config(struct history *h, const struct config *cfg)
 {
-	int r = 0;
+	struct history fresh = {0};
+	bool is_same;
+	int r;
 
 	pthread_mutex_lock(&h->lock);
-	if (slots_for(cfg) != h->n_slots || rings_for(cfg, slots_for(cfg)) != h->max_devices) {
-		clear_locked(h);
-		r = setup_locked(h, cfg);
-	}
+	is_same = slots_for(cfg) == h->n_slots && rings_for(cfg, slots_for(cfg)) == h->max_devices;
 	pthread_mutex_unlock(&h->lock);
+	if (is_same) {
+		return 0;
+	}
+	/* the new store first, outside the lock: when it cannot be had, the
+	 * old one stays, whole */
+	r = setup_locked(&fresh, cfg);
+	if (r >= 0) {
+		pthread_mutex_lock(&h->lock);
+		swap_stores(h, &fresh);
+		pthread_mutex_unlock(&h->lock);
+	}
+	clear_locked(&fresh);
 	return r;
 }
 

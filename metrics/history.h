@@ -52,7 +52,8 @@ int history_new(const struct config *cfg, struct history **ret);
 struct history *history_free(struct history *h);
 
 /* Apply a reloaded config. When the number of slots or max_devices changes
- * the history restarts empty; otherwise it is kept. */
+ * the history restarts empty; otherwise it is kept. When the new store
+ * cannot be allocated, returns -ENOMEM and the old one is kept, whole. */
 int history_set_config(struct history *h, const struct config *cfg);
 
 /* Append one sample: a slot stamped s->realtime_usec holding the rates of

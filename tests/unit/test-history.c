@@ -318,6 +318,30 @@ static void test_reload_keeps_history_unless_its_size_changes(void **state)
 	history_free(h);
 }
 
+static void test_failed_resize_keeps_the_old_history(void **state)
+{
+	_cleanup_config_ struct config *a = make_config("[global]\nhistory=1m\n");
+	_cleanup_config_ struct config *huge = make_config("[global]\nhistory=1m\n");
+	static const char *const names[] = {"sda"};
+	struct history *h = NULL;
+	struct history_point *p = NULL;
+	size_t n;
+
+	/* more slots than can be allocated: the new store cannot be had */
+	huge->history_usec = UINT64_MAX / 2;
+	huge->sample_interval_usec = 1;
+	assert_int_equal(history_new(a, &h), 0);
+	append(h, T0, names, 1, 1, true);
+	assert_int_equal(history_set_config(h, huge), -ENOMEM);
+	/* the old history is whole and still takes samples */
+	assert_int_equal(history_slots(h), 60);
+	append(h, T0 + USEC_PER_SEC, names, 1, 2, true);
+	assert_int_equal(history_query(h, "sda", 0, 0, &p, &n), 0);
+	assert_int_equal(n, 2);
+	free(p);
+	history_free(h);
+}
+
 struct reader {
 	struct history *h;
 	bool stop;
@@ -380,6 +404,7 @@ int main(void)
 	    cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
 	    cmocka_unit_test(test_probe_points_are_kept_per_probe),
 	    cmocka_unit_test(test_reload_keeps_history_unless_its_size_changes),
+	    cmocka_unit_test(test_failed_resize_keeps_the_old_history),
 	    cmocka_unit_test(test_queries_run_concurrently_with_appends),
 	};
 
