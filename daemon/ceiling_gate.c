@@ -114,14 +114,14 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, st
 
 /* The ceiling detector state of the device a probe's identity resolved to
  * (NULL while unresolved, or on a filesystem without a device). */
-static struct ceiling_state *state_of(struct gate_probe *p, struct sampler *sampler)
+static struct ceiling_state *state_of(struct gate_probe *p, struct ceiling_set *ceilings)
 {
 	char device[DISKSTATS_NAME_MAX];
 
 	if (!probe_identity_device(p->id, device, NULL) || device[0] == '\0') {
 		return NULL;
 	}
-	return ceiling_set_find(sampler_ceilings(sampler), device);
+	return ceiling_set_find(ceilings, device);
 }
 
 /* The gate's entry of `id`, NULL when it has none. */
@@ -135,7 +135,7 @@ static struct gate_probe *find_probe(struct ceiling_gate *g, const struct probe_
 	return NULL;
 }
 
-void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry)
+void ceiling_gate_collect(struct ceiling_gate *g, struct ceiling_set *ceilings, struct registry *registry)
 {
 	struct snapshot *snap;
 
@@ -157,7 +157,7 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 			continue;
 		}
 		p->seen_done_usec = ps->last_done_monotonic_usec;
-		st = state_of(p, sampler);
+		st = state_of(p, ceilings);
 		if (!st) {
 			continue;
 		}
@@ -175,7 +175,7 @@ void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struc
 	snapshot_unref(snap);
 }
 
-void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
+void ceiling_gate_refresh(struct ceiling_gate *g, struct ceiling_set *ceilings)
 {
 	for (size_t i = 0; g && i < g->n_probes; i++) {
 		struct gate_probe *p = &g->probes[i];
@@ -185,7 +185,7 @@ void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
 		if (!p->pc->ceiling) {
 			continue;
 		}
-		st = state_of(p, sampler);
+		st = state_of(p, ceilings);
 		is_quiet = st && ceiling_state_is_quiet(st, CEILING_GATE_QUIET_SEC, CEILING_GATE_QUIET_IOPS);
 		pthread_mutex_lock(&g->lock);
 		p->is_quiet = is_quiet;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "sampler.h"
+#include "ceiling.h"
 #include "registry.h"
 
 #define CEILING_GATE_MIN_SPACING_USEC (600ULL * 1000000ULL) /* at most one run per 10 minutes */
@@ -40,11 +40,11 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, st
  * the last call (read from the registry's current snapshot) to the ceiling
  * detector: a ceiling probe's result as a measurement, any other probe's
  * I/O count as iopsd's own. */
-void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry);
+void ceiling_gate_collect(struct ceiling_gate *g, struct ceiling_set *ceilings, struct registry *registry);
 
 /* Main loop, right after a device sample and registry_resolve_probe_devices():
  * recompute which ceiling probes' devices are quiet. */
-void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler);
+void ceiling_gate_refresh(struct ceiling_gate *g, struct ceiling_set *ceilings);
 
 /* The scheduler_gate_fn (scheduler.h), called on probe threads: 0 to run
  * now, else how long to wait. Probes without ceiling=1 always pass. */

@@ -18,6 +18,7 @@
 
 #include "ceiling_gate.h"
 #include "fit.h"
+#include "detect.h"
 #include "sampler.h"
 #include "history.h"
 #include "http.h"
@@ -216,8 +217,15 @@ static void daemon_sample(struct daemon *d)
 	int r;
 
 	/* probe runs since the last sample: iopsd's own I/O, ceiling measurements */
-	ceiling_gate_collect(d->ceiling_gate, d->sampler, d->registry);
+	ceiling_gate_collect(d->ceiling_gate, detect_ceilings(d->detect), d->registry);
 	r = sampler_sample(d->sampler, &snap);
+	if (r >= 0) {
+		/* detection: ceilings, holds, shared ceilings, the instance */
+		r = detect_run(d->detect, sampler_last_sample(d->sampler), snap);
+		if (r < 0) {
+			snap = sampler_snapshot_unref(snap);
+		}
+	}
 	if (r < 0) {
 		if (ratelimit_below(&d->sample_log_ratelimit)) {
 			log_warning_errno(r, "Failed to sample %s/diskstats: %m, ignoring.", d->args->procfs);
@@ -240,7 +248,7 @@ static void daemon_sample(struct daemon *d)
 	d->diskstats_parse_errors_seen = snap->parse_errors_total;
 	registry_set_samples(d->registry, snap);
 	registry_resolve_probe_devices(d->registry, d->sampler);
-	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
+	ceiling_gate_refresh(d->ceiling_gate, detect_ceilings(d->detect));
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
 		log_warning_errno(r, "Failed to record device history: %m, ignoring.");
@@ -328,6 +336,7 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	scheduler_stop(d->scheduler);
 	/* the sampler points into the configuration: move it over first */
 	r = sampler_set_config(d->sampler, cfg);
+	r = detect_set_config(d->detect, cfg) < 0 ? -EINVAL : r;
 	if (r < 0) {
 		log_error_errno(
 		    r, "Invalid device_include/device_exclude: %m, keeping the previous device filter.");
@@ -485,6 +494,10 @@ static int daemon_setup_sampling(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
+	r = detect_new(d->cfg, &d->detect);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the device sampler: %m");
+	}
 	r = history_new(d->cfg, &d->history);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to allocate the history: %m");
@@ -596,6 +609,7 @@ struct daemon *daemon_free(struct daemon *d)
 	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);
+	detect_free(d->detect);
 	sampler_free(d->sampler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {

@@ -20,6 +20,7 @@ struct daemon {
 	uint64_t watchdog_usec;
 
 	struct sampler *sampler;
+	struct detect *detect;	       /* the detection stage, run after each sample */
 	sd_event_source *sample_timer; /* every cfg->sample_interval_usec, on realtime multiples */
 	struct history *history;       /* derived device rates and probe points for /api/v1/history */
 	struct ratelimit sample_log_ratelimit;

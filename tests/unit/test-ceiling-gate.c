@@ -20,6 +20,7 @@
 
 #include "ceiling_gate.h"
 #include "config.h"
+#include "detect.h"
 #include "sampler.h"
 #include "registry.h"
 
@@ -30,6 +31,7 @@ struct env {
 	uint64_t reads;	   /* loop5's read counter */
 	struct config *cfg;
 	struct sampler *sampler;
+	struct detect *detect;
 	struct registry *registry;
 	struct ceiling_gate *gate;
 	struct probe_identity *plain, *ceil; /* the registry's identities of the two probes */
@@ -97,11 +99,12 @@ static void tick(struct env *e, uint64_t ios)
 		 (unsigned)(e->now_usec / 1000 % 100000));
 	write_file(e->procfs, "diskstats", line);
 
-	ceiling_gate_collect(e->gate, e->sampler, e->registry);
+	ceiling_gate_collect(e->gate, detect_ceilings(e->detect), e->registry);
 	assert_int_equal(sampler_sample(e->sampler, &snap), 0);
+	assert_int_equal(detect_run(e->detect, sampler_last_sample(e->sampler), snap), 0);
 	registry_set_samples(e->registry, snap);
 	registry_resolve_probe_devices(e->registry, e->sampler);
-	ceiling_gate_refresh(e->gate, e->sampler);
+	ceiling_gate_refresh(e->gate, detect_ceilings(e->detect));
 	d = sampler_snapshot_find(snap, "loop5");
 	assert_non_null(d);
 	e->last = d->ceiling;
@@ -147,6 +150,7 @@ static int env_setup(void **state)
 	assert_int_equal(registry_publish(e->registry), 0);
 	assert_int_equal(sampler_new(e->procfs, e->sysfs, e->cfg, &e->sampler), 0);
 	sampler_set_clock(e->sampler, fake_sampler_clock, e);
+	assert_int_equal(detect_new(e->cfg, &e->detect), 0);
 	e->plain = registry_probe_identity(e->registry, "plain");
 	e->ceil = registry_probe_identity(e->registry, "ceil");
 	assert_non_null(e->plain);
@@ -166,6 +170,7 @@ static int env_teardown(void **state)
 	ceiling_gate_free(e->gate);
 	probe_identity_unref(e->plain);
 	probe_identity_unref(e->ceil);
+	detect_free(e->detect);
 	sampler_free(e->sampler);
 	registry_free(e->registry);
 	config_free(e->cfg);

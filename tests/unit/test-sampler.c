@@ -237,6 +237,7 @@ static void test_reload_applies_the_new_filter(void **state)
 
 	assert_int_equal(config_load_string("new.conf", "[global]\ndevice_include=^md\n", &errs, &cfg), 0);
 	assert_int_equal(sampler_set_config(e.s, cfg), 0);
+	assert_int_equal(detect_set_config(e.d, cfg), 0);
 	config_free(e.cfg);
 	e.cfg = cfg;
 	s = sampler_env_sample(&e, 1);
@@ -252,12 +253,20 @@ static void test_bad_regex_is_refused(void **state)
 	struct sampler_env e;
 	struct config cfg;
 	struct sampler *s = NULL;
+	struct detect *d = NULL;
 
 	sampler_env_setup(&e, "ec2-md-raid0", NULL);
 	cfg = *e.cfg;
 	cfg.device_include = (char *)"(unclosed";
 	assert_int_equal(sampler_new(e.dir, e.sys, &cfg, &s), -EINVAL);
 	assert_int_equal(sampler_set_config(e.s, &cfg), -EINVAL);
+	assert_int_equal(sampler_set_config(e.s, e.cfg), 0);
+	/* [instance] devices= is the detection stage's */
+	cfg = *e.cfg;
+	cfg.instance.devices = (char *)"(unclosed";
+	assert_int_equal(detect_new(&cfg, &d), -EINVAL);
+	assert_int_equal(detect_set_config(e.d, &cfg), -EINVAL);
+	assert_int_equal(detect_set_config(e.d, e.cfg), 0);
 	sampler_env_teardown(&e);
 }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "device.h"
 #include "fileio.h"
 #include "units.h"
 

@@ -11,7 +11,7 @@
 
 #include "burst.h"
 #include "config.h"
-#include "sampler.h"
+#include "device.h"
 #include "diskstats.h"
 
 #define CEILING_WINDOW_MAX 120

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler.h"
+#include "device.h"
 #include "diskstats.h"
 #include "name_index.h"
 

@@ -17,26 +17,21 @@
 
 #include <sys/sysmacros.h>
 
-#include "ceiling.h"
 #include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
 #include "name_index.h"
 #include "pressure.h"
-#include "shared_ceiling.h"
 #include "timeutil.h"
 #include "topology.h"
 
 #define DISKSTATS_BUF_INITIAL (64U << 10)
 #define DISKSTATS_BUF_MAX     (64U << 20)
-/* Samples an array stays held after its last holder, while it queues. */
-#define SAMPLER_HOLD_OVER 5
 
-/* The filter's regexes and [instance]'s devices=, one slot each. */
+/* The filter's regexes, one slot each. */
 enum {
 	REGEX_INCLUDE,
 	REGEX_EXCLUDE,
-	REGEX_INSTANCE,
 	_REGEX_MAX,
 };
 
@@ -47,15 +42,12 @@ struct sampler_dev {
 	struct device_rates rates;
 	bool has_member_rates;
 	struct device_rates member_rates;
-	struct device_ceiling ceiling;	/* this tick's verdict (its counters live in s->ceilings) */
 	const struct device_config *dc; /* its [device] section, NULL when none */
 	bool is_kept;			/* passes the filter */
 	bool is_tracked;		/* kept, or a member (at any depth) of a kept md/dm
 					 * device: its ceiling is followed so that the array
 					 * can say which member holds it */
 	bool is_array_member;		/* a member of a tracked md/dm device */
-	uint64_t last_held_by_mask;	/* md/dm: the members that held it last */
-	unsigned hold_over_left;	/* samples it stays held without a holder */
 	struct md_health md;		/* md: read every sample */
 };
 
@@ -89,10 +81,10 @@ struct sampler {
 	int pressure_fd;       /* kept open while the kernel has PSI */
 	bool pressure_checked; /* absent PSI is looked for again at each refresh */
 
-	struct ceiling_set *ceilings;		 /* ceiling detector state by device name */
-	struct shared_ceiling *shared;		 /* ceilings shared by several disks */
-	struct shared_ceiling_instance instance; /* the [instance] limits' counters */
-	struct ebs_nvme_reader *ebs;		 /* EBS NVMe volumes among the kept devices */
+	struct ebs_nvme_reader *ebs; /* EBS NVMe volumes among the kept devices */
+
+	struct sample_device *view; /* the last sample, for the detection stage */
+	struct sample last;
 };
 
 static uint64_t clock_usec(clockid_t clock, void *userdata)
@@ -113,7 +105,7 @@ static void free_regexes(struct sampler *s)
 /* All or nothing: the previous ones stay when one does not compile. */
 static int compile_regexes(struct sampler *s, const struct config *cfg)
 {
-	const char *patterns[_REGEX_MAX] = {cfg->device_include, cfg->device_exclude, cfg->instance.devices};
+	const char *patterns[_REGEX_MAX] = {cfg->device_include, cfg->device_exclude};
 	regex_t re[_REGEX_MAX];
 	bool has[_REGEX_MAX] = {false};
 
@@ -282,8 +274,7 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->sysfs = strdup(sysfs);
 	s->buf_size = DISKSTATS_BUF_INITIAL;
 	s->buf = malloc(s->buf_size);
-	if (!s->procfs || !s->sysfs || !s->buf || ceiling_set_new(NULL, &s->ceilings) < 0 ||
-	    shared_ceiling_new(NULL, NULL, &s->shared) < 0 ||
+	if (!s->procfs || !s->sysfs || !s->buf ||
 	    ebs_nvme_reader_new(s->sysfs, "/dev", NULL, NULL, &s->ebs) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
@@ -310,10 +301,9 @@ struct sampler *sampler_free(struct sampler *s)
 		close(s->pressure_fd);
 	}
 	topology_unref(s->topo);
-	ceiling_set_free(s->ceilings);
-	shared_ceiling_free(s->shared);
 	ebs_nvme_reader_free(s->ebs);
 	free(s->devs);
+	free(s->view);
 	free(s->cur);
 	free(s->buf);
 	free(s->procfs);
@@ -501,222 +491,6 @@ static void derive_member_rates(struct sampler *s, size_t i)
 	diskstats_aggregate_members(members, n, &sd->member_rates);
 }
 
-/* The ceiling of one device, after its rates (and member rates) are derived
- * and before the snapshot is frozen. The detector state and counters such
- * as at_ceiling_*_seconds persist in s->ceilings, by device name;
- * sd->ceiling is rewritten every tick. dc is the device's [device] section
- * (limits, burst model, threshold), NULL when none. */
-static void update_ceiling(struct sampler *s, struct sampler_dev *sd, const struct device_config *dc)
-{
-	/* -ENOMEM still leaves the declared limits in sd->ceiling */
-	(void)ceiling_set_update(s->ceilings, sd->raw.name, dc, &sd->rates,
-				 sd->has_member_rates ? &sd->member_rates : NULL, sd->is_array_member,
-				 &sd->ceiling);
-}
-
-/* An md/dm device is held by each of its members that is throttled: a
- * stripe waits for its slowest member, so a RAID0 over one capped and one
- * idle volume is flat at twice the cap while neither its own queue nor its
- * own IOPS need look capped. Sets the bits of device i's held_by_mask (and
- * is_throttled when any); true when a bit was added. */
-static bool hold_by_members(struct sampler *s, size_t i)
-{
-	const struct topology_device *td = &s->topo->devices[i];
-	struct device_ceiling *c = &s->devs[i].ceiling;
-	char name[DISKSTATS_NAME_MAX];
-	uint64_t mask = 0;
-	unsigned k = 0;
-
-	if (!s->devs[i].is_tracked || (td->topo.kind != DEVICE_KIND_MD && td->topo.kind != DEVICE_KIND_DM)) {
-		return false;
-	}
-	for (const char *p = td->topo.members; k < 64 && (p = device_list_next(p, name)); k++) {
-		const struct topology_device *m = topology_find(s->topo, name);
-
-		if (m && s->devs[m - s->topo->devices].is_tracked &&
-		    s->devs[m - s->topo->devices].ceiling.is_throttled) {
-			mask |= UINT64_C(1) << k;
-		}
-	}
-	if ((c->held_by_mask | mask) == c->held_by_mask) {
-		return false;
-	}
-	c->held_by_mask |= mask;
-	c->is_throttled = true;
-	return true;
-}
-
-/* Members capped alike take turns at holding a stripe's queue: when it
- * moves over, the one that had it stops queueing at once, and the other
- * needs a few queueing seconds in its window before its plateau shows. For
- * SAMPLER_HOLD_OVER samples the array, still queueing, stays held: by the
- * members that queue now, else by the last holders. */
-static void hold_over(struct sampler *s, size_t i)
-{
-	const struct topology_device *td = &s->topo->devices[i];
-	struct sampler_dev *sd = &s->devs[i];
-	struct device_rates x = sd->rates;
-	char name[DISKSTATS_NAME_MAX];
-	uint64_t mask = 0;
-	unsigned k = 0;
-
-	if (sd->ceiling.held_by_mask != 0) {
-		sd->last_held_by_mask = sd->ceiling.held_by_mask;
-		sd->hold_over_left = SAMPLER_HOLD_OVER;
-		return;
-	}
-	if (sd->has_member_rates && sd->member_rates.valid) {
-		x.queue_depth = fmax(x.queue_depth, sd->member_rates.queue_depth);
-		x.utilization = fmax(x.utilization, sd->member_rates.utilization);
-	}
-	if (sd->hold_over_left == 0 || !ceiling_set_is_queueing(s->ceilings, &x)) {
-		sd->hold_over_left = 0;
-		return;
-	}
-	sd->hold_over_left--;
-	for (const char *p = td->topo.members; k < 64 && (p = device_list_next(p, name)); k++) {
-		const struct topology_device *m = topology_find(s->topo, name);
-
-		if (m && ceiling_set_is_queueing(s->ceilings, &s->devs[m - s->topo->devices].rates)) {
-			mask |= UINT64_C(1) << k;
-		}
-	}
-	sd->ceiling.held_by_mask = mask ? mask : sd->last_held_by_mask;
-	sd->ceiling.is_throttled = true;
-}
-
-static void hold_by_all_members(struct sampler *s)
-{
-	bool changed = true;
-
-	for (unsigned pass = 0; changed && pass <= TOPOLOGY_MAX_DEPTH; pass++) {
-		changed = false;
-		for (size_t i = 0; i < s->n_devs; i++) {
-			changed |= hold_by_members(s, i);
-		}
-	}
-}
-
-/* Holds go up through nested devices (dm over md over disks) until
- * nothing changes; then arrays left without a holder get their hold-over,
- * which goes up again. */
-static void propagate_holds(struct sampler *s)
-{
-	hold_by_all_members(s);
-	for (size_t i = 0; i < s->n_devs; i++) {
-		const enum device_kind kind = s->topo->devices[i].topo.kind;
-
-		if (s->devs[i].is_tracked && (kind == DEVICE_KIND_MD || kind == DEVICE_KIND_DM)) {
-			hold_over(s, i);
-		}
-	}
-	hold_by_all_members(s);
-}
-
-static int cmp_shared_device(const void *a, const void *b)
-{
-	return strcmp(((const struct shared_ceiling_device *)a)->name,
-		      ((const struct shared_ceiling_device *)b)->name);
-}
-
-/* Ceilings shared by several whole disks (partitions, md, dm and loop
- * devices would count the same I/O twice). */
-static void update_shared(struct sampler *s)
-{
-	_cleanup_free_ struct shared_ceiling_device *devs = calloc(s->n_devs ? s->n_devs : 1, sizeof(*devs));
-	size_t n = 0;
-
-	if (!devs) {
-		return;
-	}
-	for (size_t i = 0; i < s->n_devs; i++) {
-		const struct sampler_dev *sd = &s->devs[i];
-		const struct ceiling_state *st;
-
-		if (!sd->is_tracked || s->topo->devices[i].topo.kind != DEVICE_KIND_DISK) {
-			continue;
-		}
-		st = ceiling_set_find(s->ceilings, sd->raw.name);
-		if (st) {
-			devs[n++] = (struct shared_ceiling_device){
-			    .name = sd->raw.name,
-			    .st = st,
-			    .known_iops =
-				sd->dc && sd->dc->iops_limit ? (double)sd->dc->iops_limit : st->peak_iops,
-			};
-		}
-	}
-	qsort(devs, n, sizeof(*devs), cmp_shared_device);
-	shared_ceiling_update(s->shared, devs, n);
-}
-
-static int copy_shared(const struct sampler *s, struct sampler_snapshot *snap)
-{
-	const struct shared_ceiling_group *g;
-	size_t n = shared_ceiling_groups(s->shared, &g);
-
-	if (n == 0) {
-		return 0;
-	}
-	snap->shared = malloc(n * sizeof(*g));
-	if (!snap->shared) {
-		return -ENOMEM;
-	}
-	memcpy(snap->shared, g, n * sizeof(*g));
-	snap->n_shared = n;
-	return 0;
-}
-
-/* The volumes [instance] counts: whole disks, those its devices= names if
- * set. */
-static bool counts_for_instance(const struct sampler *s, size_t i)
-{
-	if (!s->devs[i].is_tracked || s->topo->devices[i].topo.kind != DEVICE_KIND_DISK) {
-		return false;
-	}
-	return !s->has_regex[REGEX_INSTANCE] || matches(s, REGEX_INSTANCE, s->devs[i].raw.name);
-}
-
-/* The [instance] limits against the sum of the volumes it counts. */
-static int account_instance(struct sampler *s, struct sampler_snapshot *snap)
-{
-	const struct instance_config *ic = &s->cfg->instance;
-	double iops = 0.0, bytes = 0.0, interval = 0.0;
-	size_t len = 0, size = 1;
-	bool is_valid = true;
-	char *devices;
-
-	if (!ic->is_declared) {
-		return 0;
-	}
-	for (size_t i = 0; i < s->n_devs; i++) {
-		size += counts_for_instance(s, i) ? strlen(s->devs[i].raw.name) + 1 : 0;
-	}
-	devices = malloc(size);
-	if (!devices) {
-		return -ENOMEM;
-	}
-	devices[0] = '\0';
-	for (size_t i = 0; i < s->n_devs; i++) {
-		const struct device_rates *r = &s->devs[i].rates;
-
-		if (!counts_for_instance(s, i)) {
-			continue;
-		}
-		len +=
-		    (size_t)snprintf(devices + len, size - len, "%s%s", len ? "," : "", s->devs[i].raw.name);
-		is_valid = is_valid && r->valid;
-		iops += r->read_iops + r->write_iops;
-		bytes += r->read_bytes_per_sec + r->write_bytes_per_sec;
-		interval = r->interval_sec;
-	}
-	shared_ceiling_account_instance(&s->instance, ic,
-					s->cfg->ceiling_threshold > 0 ? s->cfg->ceiling_threshold : 0.95,
-					iops, bytes, interval, is_valid && len > 0, &snap->instance);
-	snap->instance.devices = devices;
-	return 0;
-}
-
 /* A member's failure changes no line of /proc/diskstats: the md arrays'
  * health is read every sample, not with the topology. */
 static void read_md_health(struct sampler *s)
@@ -729,6 +503,42 @@ static void read_md_health(struct sampler *s)
 			(void)md_health_read(s->sysfs, s->devs[i].raw.name, td->topo.members, &s->devs[i].md);
 		}
 	}
+}
+
+/* What the detection stage reads of this sample: every device, kept or
+ * not, and where the kept ones are in the snapshot. */
+static int build_view(struct sampler *s, uint64_t real)
+{
+	struct sample_device *v = realloc(s->view, (s->n_devs ? s->n_devs : 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v) {
+		return -ENOMEM;
+	}
+	s->view = v;
+	for (size_t i = 0; i < s->n_devs; i++) {
+		const struct sampler_dev *sd = &s->devs[i];
+
+		v[i] = (struct sample_device){
+		    .name = sd->raw.name,
+		    .rates = &sd->rates,
+		    .member_rates = sd->has_member_rates ? &sd->member_rates : NULL,
+		    .dc = sd->dc,
+		    .td = &s->topo->devices[i],
+		    .is_kept = sd->is_kept,
+		    .is_tracked = sd->is_tracked,
+		    .is_array_member = sd->is_array_member,
+		    .snapshot_index = sd->is_kept ? k++ : SIZE_MAX,
+		};
+	}
+	s->last =
+	    (struct sample){.devices = v, .n_devices = s->n_devs, .topology = s->topo, .realtime_usec = real};
+	return 0;
+}
+
+const struct sample *sampler_last_sample(const struct sampler *s)
+{
+	return &s->last;
 }
 
 static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struct sampler_snapshot **ret)
@@ -765,15 +575,11 @@ static int build_snapshot(struct sampler *s, uint64_t mono, uint64_t real, struc
 		d->has_member_rates = sd->has_member_rates;
 		d->member_rates = sd->member_rates;
 		d->topo = s->topo->devices[i].topo;
-		d->ceiling = sd->ceiling;
 		d->md = sd->md;
 		k++;
 	}
 	snap->n_devices = k;
-	r = copy_shared(s, snap);
-	if (r >= 0) {
-		r = account_instance(s, snap);
-	}
+	r = build_view(s, real);
 	if (r < 0) {
 		sampler_snapshot_unref(snap);
 		return r;
@@ -862,15 +668,6 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	for (size_t i = 0; i < n; i++) {
 		derive_member_rates(s, i);
 	}
-	ceiling_set_start_sample(s->ceilings, real);
-	for (size_t i = 0; i < n; i++) {
-		if (s->devs[i].is_tracked) {
-			update_ceiling(s, &s->devs[i], s->devs[i].dc);
-		}
-	}
-	propagate_holds(s);
-	update_shared(s);
-	ceiling_set_end_sample(s->ceilings);
 	read_md_health(s);
 
 	r = build_snapshot(s, mono, real, &snap);
@@ -895,11 +692,6 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	snap->samples_total = s->samples_total;
 	*ret = snap;
 	return 0;
-}
-
-struct ceiling_set *sampler_ceilings(struct sampler *s)
-{
-	return s->ceilings;
 }
 
 /* The mount a path is on, resolving symlinks when the path exists here. */

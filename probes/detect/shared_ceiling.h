@@ -10,7 +10,7 @@
 
 #include "ceiling.h"
 #include "config.h"
-#include "sampler.h"
+#include "device.h"
 #include "diskstats.h"
 
 #define SHARED_CEILING_MAX_GROUPS  4

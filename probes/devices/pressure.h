@@ -3,7 +3,14 @@
  * says it is not available. */
 #pragma once
 
-#include "sampler.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pressure_io {
+	bool available;
+	uint64_t some_total_usec;
+	uint64_t full_total_usec;
+};
 
 /* Parse the text of PROCFS/pressure/io (pure). Returns 0, or -EINVAL when
  * no "some ... total=N" line is present. */
