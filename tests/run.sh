@@ -36,8 +36,10 @@ setup() { # DIR ARGS...
 lint_status=0
 echo "== lint: clang-format (tests/lint/format.sh)"
 ./tests/lint/format.sh || lint_status=1
-echo "== lint: no function over 80 lines below daemon/ (tests/lint/function-length.py)"
+echo "== lint: no function over 60 lines, no file over 900 (tests/lint/function-length.py)"
 ./tests/lint/function-length.py || lint_status=1
+echo "== lint: no include goes up a layer (tests/lint/layers.py)"
+./tests/lint/layers.py || lint_status=1
 
 echo "== build: normal (-Werror)"
 setup build -Dwerror=true -Dtests=enabled
