@@ -13,6 +13,7 @@
 #include "iopsd-build.h"
 #include "json_probe.h"
 #include "macro.h"
+#include "timeutil.h"
 #include "probe.h"
 #include "shared_ceiling.h"
 #include "utf8.h"
@@ -50,7 +51,7 @@ static json_t *count(uint64_t v)
 
 static json_t *seconds(uint64_t usec)
 {
-	return json_real((double)usec / (double)USEC_PER_SEC);
+	return json_real(usec_to_sec(usec));
 }
 
 json_t *render_json_string(const char *s)

@@ -17,6 +17,7 @@
 #include "histogram.h"
 #include "iopsd-build.h"
 #include "macro.h"
+#include "timeutil.h"
 #include "probe.h"
 #include "shared_ceiling.h"
 #include "utf8.h"
@@ -804,11 +805,6 @@ static void render_instance(struct writer *w, const struct sampler_snapshot *ss)
 }
 
 /* ---- EBS NVMe log page 0xD0 (only where such volumes exist) ---- */
-
-static double usec_to_sec(uint64_t usec)
-{
-	return (double)usec / 1e6;
-}
 
 /* The bins of an EBS histogram, counted up as they are written. */
 struct ebs_buckets {

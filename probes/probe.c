@@ -27,7 +27,9 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 /* After a cancel or a missed deadline, how long probe_wait() still waits
@@ -132,11 +134,7 @@ struct run {
 
 uint64_t probe_rng_next(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return splitmix64_next(state);
 }
 
 uint64_t probe_rng_below(uint64_t *rng, uint64_t n)
@@ -227,21 +225,6 @@ int probe_parse_block_size(const char *s, unsigned *ret)
 }
 
 /* Helpers ---------------------------------------------------------------- */
-
-static struct timespec ns_to_timespec(uint64_t ns)
-{
-	return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC), .tv_nsec = (long)(ns % NSEC_PER_SEC)};
-}
-
-static void set_message(char *msg, size_t len, const char *fmt, ...) _printf_(3, 4);
-static void set_message(char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, len, fmt, ap);
-	va_end(ap);
-}
 
 static bool run_is_cancelled(struct run *r)
 {
@@ -423,7 +406,7 @@ static void run_abandon(struct run *r)
 bool probe_threads_wait(uint64_t timeout_usec)
 {
 	uint64_t deadline = now_nsec(CLOCK_MONOTONIC) + timeout_usec * NSEC_PER_USEC;
-	struct timespec ts = ns_to_timespec(deadline);
+	struct timespec ts = timespec_from_nsec(deadline);
 	bool is_idle;
 
 	pthread_once(&threads_once, threads_init);
@@ -678,7 +661,7 @@ static unsigned job_submit(struct job *j)
 static void job_pace_wait(struct job *j, uint64_t until)
 {
 	struct run *r = j->run;
-	struct timespec ts = ns_to_timespec(until);
+	struct timespec ts = timespec_from_nsec(until);
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->is_cancelled && now_nsec(CLOCK_MONOTONIC) < until) {
@@ -1063,10 +1046,10 @@ static int run_check_block_size(struct run *r, struct probe_result *res, unsigne
 		}
 	}
 	if (bad || r->layout_pc.offset % lbs || r->layout_pc.offset_increment % lbs) {
-		set_message(res->message, sizeof(res->message),
-			    "bs=%" PRIu64 " (or an offset) is not a multiple of the logical block size (%u "
-			    "bytes) of the device under %s",
-			    bad ? bad : r->bs, lbs, r->target);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "bs=%" PRIu64 " (or an offset) is not a multiple of the logical block size (%u "
+			   "bytes) of the device under %s",
+			   bad ? bad : r->bs, lbs, r->target);
 		return -EINVAL;
 	}
 	return 0;
@@ -1092,9 +1075,9 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				      layout_should_stop, r, res->message, sizeof(res->message), &pf);
 		if (k == -ECANCELED && !run_is_cancelled(r)) {
 			k = -ETIMEDOUT;
-			set_message(res->message, sizeof(res->message),
-				    "laying out %s took longer than %" PRIu64 " s", r->target,
-				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
+			errstr_set(res->message, sizeof(res->message), 0,
+				   "laying out %s took longer than %" PRIu64 " s", r->target,
+				   (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
 		}
 		if (k < 0) {
 			return k;
@@ -1113,9 +1096,9 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	int k;
 
 	if (r->filename && probe_rw_writes(r->rw)) {
-		set_message(res->message, sizeof(res->message),
-			    "refusing rw=%s on the raw block device %s: iopsd only ever reads a block device",
-			    probe_rw_to_string(r->rw), r->filename);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "refusing rw=%s on the raw block device %s: iopsd only ever reads a block device",
+			   probe_rw_to_string(r->rw), r->filename);
 		return -EINVAL;
 	}
 	if (r->filename) {
@@ -1134,9 +1117,9 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	}
 	iogen_init(&r->gen, &r->layout_pc, &layout);
 	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
-		set_message(res->message, sizeof(res->message),
-			    "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
-			    layout.region, r->gen.bs_max * r->numjobs);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
+			   layout.region, r->gen.bs_max * r->numjobs);
 		return -EINVAL;
 	}
 	if (fstat(r->fds[0], &st) < 0) {
@@ -1219,8 +1202,8 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	if (e != 0) {
 		char b[96];
 
-		set_message(res->message, sizeof(res->message), "cannot start job threads: %s",
-			    probefile_strerror(e, b, sizeof(b)));
+		errstr_set(res->message, sizeof(res->message), 0, "cannot start job threads: %s",
+			   probefile_strerror(e, b, sizeof(b)));
 	}
 	return e != 0 ? -e : (int)n;
 }
@@ -1245,11 +1228,11 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 			res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[probe_error_reason_from_errno(j->setup_error)]++;
 			if (j->message[0] != '\0') {
-				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
-					    j->message);
+				errstr_set(res->message, sizeof(res->message), 0, "cannot set up job %u: %s",
+					   i, j->message);
 			} else {
-				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
-					    probefile_strerror(j->setup_error, e, sizeof(e)));
+				errstr_set(res->message, sizeof(res->message), 0, "cannot set up job %u: %s",
+					   i, probefile_strerror(j->setup_error, e, sizeof(e)));
 			}
 		}
 		if (res->error == 0 && j->error != 0) {
@@ -1276,8 +1259,8 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 		o->errors[probe_error_reason_from_errno(k)]++;
 		if (res->error == 0) {
 			res->error = k;
-			set_message(res->message, sizeof(res->message), "end_fsync of %s failed: %s",
-				    r->target, probefile_strerror(k, e, sizeof(e)));
+			errstr_set(res->message, sizeof(res->message), 0, "end_fsync of %s failed: %s",
+				   r->target, probefile_strerror(k, e, sizeof(e)));
 		}
 		return;
 	}
@@ -1303,11 +1286,11 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	}
 	if (res->error == 0 && run_is_cancelled(r)) {
 		res->error = -ECANCELED;
-		set_message(res->message, sizeof(res->message), "cancelled");
+		errstr_set(res->message, sizeof(res->message), 0, "cancelled");
 	}
 	if (res->error == 0 && data_ops == 0) {
 		res->error = -EIO;
-		set_message(res->message, sizeof(res->message), "no I/O completed on %s", r->target);
+		errstr_set(res->message, sizeof(res->message), 0, "no I/O completed on %s", r->target);
 	}
 	res->success = res->error == 0;
 }
@@ -1324,7 +1307,7 @@ static void *run_main(void *userdata)
 	if (!res) {
 		pthread_mutex_lock(&r->lock);
 		r->result.error = -ENOMEM;
-		set_message(r->result.message, sizeof(r->result.message), "out of memory");
+		errstr_set(r->result.message, sizeof(r->result.message), 0, "out of memory");
 		r->phase = PHASE_DONE;
 		pthread_cond_broadcast(&r->cond);
 		pthread_mutex_unlock(&r->lock);
@@ -1342,8 +1325,8 @@ static void *run_main(void *userdata)
 		if (res->message[0] == '\0') {
 			char e[96];
 
-			set_message(res->message, sizeof(res->message), "%s: %s", r->target,
-				    probefile_strerror(res->error, e, sizeof(e)));
+			errstr_set(res->message, sizeof(res->message), 0, "%s: %s", r->target,
+				   probefile_strerror(res->error, e, sizeof(e)));
 		}
 		res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 		    .errors[probe_error_reason_from_errno(res->error)]++;
@@ -1365,7 +1348,7 @@ static void *run_main(void *userdata)
 		struct itimerspec deadline;
 
 		r->start_ns = now_nsec(CLOCK_MONOTONIC);
-		deadline = (struct itimerspec){.it_value = ns_to_timespec(r->start_ns + r->timeout_ns)};
+		deadline = (struct itimerspec){.it_value = timespec_from_nsec(r->start_ns + r->timeout_ns)};
 		timerfd_settime(r->wake_fd, TFD_TIMER_ABSTIME, &deadline, NULL);
 		res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 		r->phase = PHASE_IO;
@@ -1559,15 +1542,15 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
 			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
-			set_message(ret->message, sizeof(ret->message),
-				    was_cancelled ? "cancelled; %s did not stop its I/O in time"
-						  : "timed out: %s did not answer within the run's budget",
-				    r->target);
+			errstr_set(ret->message, sizeof(ret->message), 0,
+				   was_cancelled ? "cancelled; %s did not stop its I/O in time"
+						 : "timed out: %s did not answer within the run's budget",
+				   r->target);
 			run_cancel_locked(r);
 			run_abandon(r);
 			break;
 		}
-		ts = ns_to_timespec(deadline);
+		ts = timespec_from_nsec(deadline);
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	}
 	pthread_mutex_unlock(&r->lock);
