@@ -112,10 +112,7 @@ static void carry_restore(struct scheduler *s, struct sched_probe *p)
  * false when the scheduler is stopping. */
 static bool wait_until_locked(struct scheduler *s, uint64_t until)
 {
-	struct timespec ts = {
-	    .tv_sec = (time_t)(until / USEC_PER_SEC),
-	    .tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
-	};
+	struct timespec ts = timespec_from_usec(until);
 
 	while (!s->is_stopping && now_usec(CLOCK_MONOTONIC) < until) {
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT) {

@@ -374,11 +374,6 @@ void registry_set_samples(struct registry *r, struct sampler_snapshot *s)
 	r->samples = sampler_snapshot_ref(s);
 }
 
-static double usec_to_sec(uint64_t usec)
-{
-	return (double)usec / (double)USEC_PER_SEC;
-}
-
 bool snapshot_check_health(const struct snapshot *s, uint64_t now, char *reason, size_t len)
 {
 	uint64_t sample_limit = 3 * s->sample_interval_usec + USEC_PER_SEC;

@@ -12,7 +12,9 @@
 #include "history.h"
 #include "iopsd-build.h"
 #include "json_probe.h"
+#include "latency_quantiles.h"
 #include "macro.h"
+#include "timeutil.h"
 #include "probe.h"
 #include "shared_ceiling.h"
 #include "utf8.h"
@@ -50,7 +52,7 @@ static json_t *count(uint64_t v)
 
 static json_t *seconds(uint64_t usec)
 {
-	return json_real((double)usec / (double)USEC_PER_SEC);
+	return json_real(usec_to_sec(usec));
 }
 
 json_t *render_json_string(const char *s)
@@ -356,15 +358,27 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 
 static json_t *latency_json(const struct histogram *h)
 {
+	json_t *o;
+	int r;
+
 	if (h->count == 0) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "min", num((double)h->min_ns / 1e9), "mean",
-			 num(histogram_mean(h) / 1e9), "p50", num((double)histogram_percentile(h, 50) / 1e9),
-			 "p90", num((double)histogram_percentile(h, 90) / 1e9), "p99",
-			 num((double)histogram_percentile(h, 99) / 1e9), "p999",
-			 num((double)histogram_percentile(h, 99.9) / 1e9), "max",
-			 num((double)h->max_ns / 1e9));
+	o = json_object();
+	r = o ? 0 : -1;
+	r |= json_object_set_new(o, "min", num((double)h->min_ns / 1e9));
+	r |= json_object_set_new(o, "mean", num(histogram_mean(h) / 1e9));
+	for (size_t i = 0; i < ELEMENTSOF(latency_quantiles); i++) {
+		double v = (double)histogram_percentile(h, latency_quantiles[i].percentile) / 1e9;
+
+		r |= json_object_set_new(o, latency_quantiles[i].json_key, num(v));
+	}
+	r |= json_object_set_new(o, "max", num((double)h->max_ns / 1e9));
+	if (r < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static uint64_t errors_sum(const struct probe_op_result *o)

@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "name_index.h"
 #include "pressure.h"
+#include "strutil.h"
 #include "timeutil.h"
 #include "topology.h"
 
@@ -135,13 +136,6 @@ static bool matches(const struct sampler *s, unsigned which, const char *name)
 	return s->has_regex[which] && regexec(&s->regex[which], name, 0, NULL, 0) == 0;
 }
 
-static bool is_numbered(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	return strncmp(name, prefix, n) == 0 && name[n] >= '0' && name[n] <= '9';
-}
-
 /* The device filter. device_exclude always drops; device_include, when set,
  * alone decides; otherwise a device that holds a configured target stays,
  * and ram, zram, floppy drives (node_exporter's default leaves fd* out too),
@@ -157,8 +151,8 @@ static bool device_is_kept(const struct sampler *s, const struct topology_device
 	if (holds_target) {
 		return true;
 	}
-	if (is_numbered(td->name, "ram") || is_numbered(td->name, "zram") || is_numbered(td->name, "fd") ||
-	    td->is_unused_loop) {
+	if (has_prefix_number(td->name, "ram") || has_prefix_number(td->name, "zram") ||
+	    has_prefix_number(td->name, "fd") || td->is_unused_loop) {
 		return false;
 	}
 	return td->topo.kind != DEVICE_KIND_PARTITION;

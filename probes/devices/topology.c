@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "refcount.h"
+#include "strutil.h"
 #include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
@@ -381,13 +382,6 @@ static int read_slaves(const char *dir, char **ret, unsigned *ret_n)
 	}
 	*ret_n = (unsigned)n;
 	return 0;
-}
-
-static bool has_prefix_number(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	return strncmp(name, prefix, n) == 0 && name[n] >= '0' && name[n] <= '9';
 }
 
 static void topology_device_done(struct topology_device *d)

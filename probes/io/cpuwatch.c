@@ -29,7 +29,9 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 /* Stop watching the job's CPU (job_watch_cpu()). */

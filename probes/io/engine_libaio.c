@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "macro.h"
+#include "timeutil.h"
 
 /* A wait that nothing else would end (the kernel has no aio poll, or the
  * wake fd fired already) returns after this long, for the job to look at
@@ -162,8 +163,7 @@ static int libaio_reap(struct engine *e, struct engine_event *ev, unsigned max, 
 			timeout_ns = UNWATCHED_WAIT_NS;
 		}
 		if (tsp) {
-			ts.tv_sec = (time_t)(timeout_ns / NSEC_PER_SEC);
-			ts.tv_nsec = (long)(timeout_ns % NSEC_PER_SEC);
+			ts = timespec_from_nsec(timeout_ns);
 		}
 		n = io_getevents(e->ctx, 1, (long)max, e->events, tsp);
 		if (n < 0) {

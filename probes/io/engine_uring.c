@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "fileio.h"
 #include "macro.h"
+#include "timeutil.h"
 
 #define UNWATCHED_WAIT_NS (100 * NSEC_PER_MSEC)
 /* user_data of the ring's own requests; a slot's is its address */
@@ -264,12 +265,14 @@ static int uring_reap(struct engine *e, struct engine_event *ev, unsigned max, u
 			k = io_uring_submit_and_wait(&e->ring, 1);
 		} else {
 			struct __kernel_timespec ts;
+			struct timespec t;
 
 			if (timeout_ns > UNWATCHED_WAIT_NS && !e->is_wake_armed) {
 				timeout_ns = UNWATCHED_WAIT_NS;
 			}
-			ts.tv_sec = (long long)(timeout_ns / NSEC_PER_SEC);
-			ts.tv_nsec = (long long)(timeout_ns % NSEC_PER_SEC);
+			t = timespec_from_nsec(timeout_ns);
+			ts.tv_sec = t.tv_sec;
+			ts.tv_nsec = t.tv_nsec;
 			/* timeout 0 still runs the deferred completion work */
 			k = io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
 		}

@@ -23,7 +23,9 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 static void job_teardown(struct job *j)
@@ -256,7 +258,7 @@ static unsigned job_submit(struct job *j)
 static void job_pace_wait(struct job *j, uint64_t until)
 {
 	struct run *r = j->run;
-	struct timespec ts = ns_to_timespec(until);
+	struct timespec ts = timespec_from_nsec(until);
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->is_cancelled && now_nsec(CLOCK_MONOTONIC) < until) {

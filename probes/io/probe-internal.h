@@ -124,8 +124,6 @@ struct run {
 /* run.c */
 struct run *run_ref(struct run *p);
 struct run *run_unref(struct run *p);
-struct timespec ns_to_timespec(uint64_t ns);
-void set_message(char *msg, size_t len, const char *fmt, ...) _printf_(3, 4);
 bool run_is_cancelled(struct run *r);
 void run_cancel_locked(struct run *r);
 void *run_main(void *userdata);

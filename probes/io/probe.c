@@ -27,16 +27,14 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 uint64_t probe_rng_next(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return splitmix64_next(state);
 }
 
 uint64_t probe_rng_below(uint64_t *rng, uint64_t n)
@@ -226,15 +224,15 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
 			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
-			set_message(ret->message, sizeof(ret->message),
-				    was_cancelled ? "cancelled; %s did not stop its I/O in time"
-						  : "timed out: %s did not answer within the run's budget",
-				    r->target);
+			errstr_set(ret->message, sizeof(ret->message), 0,
+				   was_cancelled ? "cancelled; %s did not stop its I/O in time"
+						 : "timed out: %s did not answer within the run's budget",
+				   r->target);
 			run_cancel_locked(r);
 			run_abandon(r);
 			break;
 		}
-		ts = ns_to_timespec(deadline);
+		ts = timespec_from_nsec(deadline);
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	}
 	pthread_mutex_unlock(&r->lock);

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/fs.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,24 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errstr.h"
 #include "macro.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 #define LAYOUT_CHUNK (1024 * 1024)
 #define LAYOUT_ALIGN 4096
-
-static void set_msg(char *msg, size_t len, const char *fmt, ...) _printf_(3, 4);
-static void set_msg(char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!msg || len == 0) {
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(msg, len, fmt, ap);
-	va_end(ap);
-}
 
 const char *probefile_strerror(int err, char *buf, size_t len)
 {
@@ -48,22 +36,15 @@ const char *probefile_strerror(int err, char *buf, size_t len)
 	return buf;
 }
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void probefile_fill(void *buf, size_t len, uint64_t seed, uint64_t offset)
 {
 	uint64_t *w = buf;
 
-	/* word i of the file is mix64(seed + i * golden): distinct for every
+	/* word i of the file is splitmix64_mix(seed + i * golden): distinct for every
 	 * word, so no block of the file repeats another (no dedup, no
 	 * compression shortcut below the filesystem) */
 	for (size_t i = 0; i < len / sizeof(uint64_t); i++) {
-		w[i] = mix64(seed + (offset / sizeof(uint64_t) + i) * 0x9e3779b97f4a7c15ULL);
+		w[i] = splitmix64_mix(seed + (offset / sizeof(uint64_t) + i) * SPLITMIX64_GOLDEN);
 	}
 }
 
@@ -89,8 +70,8 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 	} else if (errno != EEXIST) {
 		int r = -errno;
 
-		set_msg(msg, msg_len, "cannot create %s/" PROBEFILE_DIR ": %s", directory,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot create %s/" PROBEFILE_DIR ": %s", directory,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	idfd = openat(dfd, PROBEFILE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -102,27 +83,28 @@ static int open_state_dir(int dfd, const char *directory, bool *ret_created, cha
 			bool is_link =
 			    fstatat(dfd, PROBEFILE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 
-			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR " is %s: refusing to use it", directory,
-				is_link ? "a symlink" : "not a directory");
+			errstr_set(msg, msg_len, 0, "%s/" PROBEFILE_DIR " is %s: refusing to use it",
+				   directory, is_link ? "a symlink" : "not a directory");
 			return is_link ? -ELOOP : -ENOTDIR;
 		}
-		set_msg(msg, msg_len, "cannot open %s/" PROBEFILE_DIR ": %s", directory,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot open %s/" PROBEFILE_DIR ": %s", directory,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	if (fstat(idfd, &st) < 0) {
 		return -errno;
 	}
 	if (st.st_uid != geteuid()) {
-		set_msg(msg, msg_len,
-			"%s/" PROBEFILE_DIR " belongs to uid %u, not to iopsd (uid %u): refusing to use it",
-			directory, (unsigned)st.st_uid, (unsigned)geteuid());
+		errstr_set(msg, msg_len, 0,
+			   "%s/" PROBEFILE_DIR
+			   " belongs to uid %u, not to iopsd (uid %u): refusing to use it",
+			   directory, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		set_msg(msg, msg_len,
-			"%s/" PROBEFILE_DIR " is writable by other users (mode %04o): refusing to use it",
-			directory, (unsigned)(st.st_mode & 07777));
+		errstr_set(msg, msg_len, 0,
+			   "%s/" PROBEFILE_DIR " is writable by other users (mode %04o): refusing to use it",
+			   directory, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
 	*ret_created = created;
@@ -147,28 +129,30 @@ static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn 
 		ssize_t w;
 
 		if (stop && stop(userdata)) {
-			set_msg(msg, msg_len,
-				"laying out %s was stopped after %" PRIu64 " of %" PRIu64 " bytes", what, off,
-				size);
+			errstr_set(msg, msg_len, 0,
+				   "laying out %s was stopped after %" PRIu64 " of %" PRIu64 " bytes", what,
+				   off, size);
 			return -ECANCELED;
 		}
 		probefile_fill(buf, n, seed, off);
 		w = pwrite(fd, buf, n, (off_t)off);
 		if (w < 0) {
 			r = -errno;
-			set_msg(msg, msg_len, "laying out %s failed at offset %" PRIu64 ": %s", what, off,
-				probefile_strerror(r, e, sizeof(e)));
+			errstr_set(msg, msg_len, 0, "laying out %s failed at offset %" PRIu64 ": %s", what,
+				   off, probefile_strerror(r, e, sizeof(e)));
 			return r;
 		}
 		if ((size_t)w != n) {
-			set_msg(msg, msg_len, "laying out %s: short write at offset %" PRIu64, what, off);
+			errstr_set(msg, msg_len, 0, "laying out %s: short write at offset %" PRIu64, what,
+				   off);
 			return -EIO;
 		}
 		off += n;
 	}
 	if (fsync(fd) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "fsync of %s failed: %s", what, probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "fsync of %s failed: %s", what,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	return 0;
@@ -193,24 +177,24 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 		avail = (uint64_t)sv.f_bavail * sv.f_frsize + reclaim;
 		/* keep 1% + 1 MiB spare for the filesystem's own metadata */
 		if (avail < size + size / 100 + (1ULL << 20)) {
-			set_msg(msg, msg_len,
-				"not enough free space in %s for a %" PRIu64 " byte probe file (%" PRIu64
-				" bytes available)",
-				directory, size, avail);
+			errstr_set(msg, msg_len, 0,
+				   "not enough free space in %s for a %" PRIu64 " byte probe file (%" PRIu64
+				   " bytes available)",
+				   directory, size, avail);
 			return -ENOSPC;
 		}
 	}
 	if (unlinkat(idfd, tmpname, 0) < 0 && errno != ENOENT) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot remove the stale %s/" PROBEFILE_DIR "/%s: %s", directory,
-			tmpname, probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot remove the stale %s/" PROBEFILE_DIR "/%s: %s", directory,
+			   tmpname, probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	fd = openat(idfd, tmpname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot create %s/" PROBEFILE_DIR "/%s: %s", directory, tmpname,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot create %s/" PROBEFILE_DIR "/%s: %s", directory, tmpname,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	/* set O_DIRECT after the create: an open() with O_DIRECT on a
@@ -219,11 +203,11 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 		r = -errno;
 		unlinkat(idfd, tmpname, 0);
 		if (r == -EINVAL) {
-			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
-				directory);
+			errstr_set(msg, msg_len, 0, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
+				   directory);
 		} else {
-			set_msg(msg, msg_len, "cannot enable O_DIRECT on %s: %s", what,
-				probefile_strerror(r, e, sizeof(e)));
+			errstr_set(msg, msg_len, 0, "cannot enable O_DIRECT on %s: %s", what,
+				   probefile_strerror(r, e, sizeof(e)));
 		}
 		return r;
 	}
@@ -235,14 +219,14 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 	if (renameat(idfd, tmpname, idfd, fname) < 0) {
 		r = -errno;
 		unlinkat(idfd, tmpname, 0);
-		set_msg(msg, msg_len, "cannot rename the laid-out probe file to %s: %s", what,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot rename the laid-out probe file to %s: %s", what,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	if (fsync(idfd) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "fsync of %s/" PROBEFILE_DIR " failed: %s", directory,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "fsync of %s/" PROBEFILE_DIR " failed: %s", directory,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	return TAKE_FD(fd);
@@ -271,21 +255,22 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 			return r;
 		}
 		if (r == -ELOOP) {
-			set_msg(msg, msg_len, "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it",
-				directory, fname);
+			errstr_set(msg, msg_len, 0,
+				   "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it", directory,
+				   fname);
 		} else if (fstatat(idfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
 			/* a FIFO or a device node refuses O_DIRECT */
-			set_msg(msg, msg_len,
-				"%s/" PROBEFILE_DIR
-				"/%s is not a regular file of iopsd's: refusing to use it",
-				directory, fname);
+			errstr_set(msg, msg_len, 0,
+				   "%s/" PROBEFILE_DIR
+				   "/%s is not a regular file of iopsd's: refusing to use it",
+				   directory, fname);
 			return -EPERM;
 		} else if (r == -EINVAL) {
-			set_msg(msg, msg_len, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
-				directory);
+			errstr_set(msg, msg_len, 0, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
+				   directory);
 		} else {
-			set_msg(msg, msg_len, "cannot open %s/" PROBEFILE_DIR "/%s: %s", directory, fname,
-				probefile_strerror(r, e, sizeof(e)));
+			errstr_set(msg, msg_len, 0, "cannot open %s/" PROBEFILE_DIR "/%s: %s", directory,
+				   fname, probefile_strerror(r, e, sizeof(e)));
 		}
 		return r;
 	}
@@ -293,9 +278,9 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		set_msg(msg, msg_len,
-			"%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
-			directory, fname);
+		errstr_set(msg, msg_len, 0,
+			   "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+			   directory, fname);
 		return -EPERM;
 	}
 	if (probefile_is_reusable((uint64_t)st.st_size, (uint64_t)st.st_blocks, (unsigned)st.st_nlink,
@@ -309,8 +294,8 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 	*ret_reclaim = st.st_nlink == 1 ? (uint64_t)st.st_blocks * 512 : 0;
 	if (unlinkat(idfd, fname, 0) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot remove the outdated %s/" PROBEFILE_DIR "/%s: %s", directory,
-			fname, probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot remove the outdated %s/" PROBEFILE_DIR "/%s: %s",
+			   directory, fname, probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	return -ENOENT;
@@ -334,13 +319,13 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	if (dfd < 0) {
 		r = -errno;
 		if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
-			set_msg(msg, msg_len,
-				"directory=%s is a block device: a probe never writes to one (filename= "
-				"reads it)",
-				directory);
+			errstr_set(msg, msg_len, 0,
+				   "directory=%s is a block device: a probe never writes to one (filename= "
+				   "reads it)",
+				   directory);
 		} else {
-			set_msg(msg, msg_len, "cannot open directory %s: %s", directory,
-				probefile_strerror(r, e, sizeof(e)));
+			errstr_set(msg, msg_len, 0, "cannot open directory %s: %s", directory,
+				   probefile_strerror(r, e, sizeof(e)));
 		}
 		return r;
 	}
@@ -348,11 +333,11 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 		return -errno;
 	}
 	if (expect_dev != 0 && st.st_dev != expect_dev) {
-		set_msg(msg, msg_len,
-			"%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
-			"filesystem underneath; reload iopsd if the change is meant",
-			directory, dev_string(st.st_dev, now, sizeof(now)),
-			dev_string(expect_dev, was, sizeof(was)));
+		errstr_set(msg, msg_len, 0,
+			   "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
+			   "filesystem underneath; reload iopsd if the change is meant",
+			   directory, dev_string(st.st_dev, now, sizeof(now)),
+			   dev_string(expect_dev, was, sizeof(was)));
 		return -EXDEV;
 	}
 	*ret_dev = st.st_dev;
@@ -370,7 +355,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 	int r;
 
 	if (size == 0 || size % 512 != 0) {
-		set_msg(msg, msg_len, "invalid probe file size %" PRIu64, size);
+		errstr_set(msg, msg_len, 0, "invalid probe file size %" PRIu64, size);
 		return -EINVAL;
 	}
 	if (asprintf(&fname, "%s.dat", name) < 0) {
@@ -433,22 +418,22 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 	/* look before opening: opening some character devices has effects */
 	if (stat(path, &st) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot open %s: %s", path, probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot open %s: %s", path, probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	if (!S_ISBLK(st.st_mode)) {
-		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file",
-			path);
+		errstr_set(msg, msg_len, 0,
+			   "filename=%s is not a block device: use directory= for a probe file", path);
 		return -EINVAL;
 	}
 	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		r = -errno;
 		if (r == -EINVAL) {
-			set_msg(msg, msg_len, "O_DIRECT not supported by %s (EINVAL)", path);
+			errstr_set(msg, msg_len, 0, "O_DIRECT not supported by %s (EINVAL)", path);
 		} else {
-			set_msg(msg, msg_len, "cannot open %s: %s", path,
-				probefile_strerror(r, e, sizeof(e)));
+			errstr_set(msg, msg_len, 0, "cannot open %s: %s", path,
+				   probefile_strerror(r, e, sizeof(e)));
 		}
 		return r;
 	}
@@ -456,23 +441,23 @@ int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg
 		return -errno;
 	}
 	if (!S_ISBLK(st.st_mode)) {
-		set_msg(msg, msg_len, "filename=%s is not a block device: use directory= for a probe file",
-			path);
+		errstr_set(msg, msg_len, 0,
+			   "filename=%s is not a block device: use directory= for a probe file", path);
 		return -EINVAL;
 	}
 	if (ioctl(fd, BLKGETSIZE64, &dev_size) < 0) {
 		r = -errno;
-		set_msg(msg, msg_len, "cannot read the size of %s: %s", path,
-			probefile_strerror(r, e, sizeof(e)));
+		errstr_set(msg, msg_len, 0, "cannot read the size of %s: %s", path,
+			   probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	if (dev_size == 0) {
-		set_msg(msg, msg_len, "%s has no medium (0 bytes): detached or ejected?", path);
+		errstr_set(msg, msg_len, 0, "%s has no medium (0 bytes): detached or ejected?", path);
 		return -ENXIO;
 	}
 	if (size > dev_size) {
-		set_msg(msg, msg_len, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size, path,
-			dev_size);
+		errstr_set(msg, msg_len, 0, "size=%" PRIu64 " is larger than %s (%" PRIu64 " bytes)", size,
+			   path, dev_size);
 		return -EINVAL;
 	}
 	*ret = (struct probefile){

@@ -24,22 +24,10 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
-
-struct timespec ns_to_timespec(uint64_t ns)
-{
-	return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC), .tv_nsec = (long)(ns % NSEC_PER_SEC)};
-}
-
-void set_message(char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, len, fmt, ap);
-	va_end(ap);
-}
 
 bool run_is_cancelled(struct run *r)
 {
@@ -103,10 +91,10 @@ static int run_check_block_size(struct run *r, struct probe_result *res, unsigne
 		}
 	}
 	if (bad || r->layout_pc.offset % lbs || r->layout_pc.offset_increment % lbs) {
-		set_message(res->message, sizeof(res->message),
-			    "bs=%" PRIu64 " (or an offset) is not a multiple of the logical block size (%u "
-			    "bytes) of the device under %s",
-			    bad ? bad : r->bs, lbs, r->target);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "bs=%" PRIu64 " (or an offset) is not a multiple of the logical block size (%u "
+			   "bytes) of the device under %s",
+			   bad ? bad : r->bs, lbs, r->target);
 		return -EINVAL;
 	}
 	return 0;
@@ -132,9 +120,9 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				      layout_should_stop, r, res->message, sizeof(res->message), &pf);
 		if (k == -ECANCELED && !run_is_cancelled(r)) {
 			k = -ETIMEDOUT;
-			set_message(res->message, sizeof(res->message),
-				    "laying out %s took longer than %" PRIu64 " s", r->target,
-				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
+			errstr_set(res->message, sizeof(res->message), 0,
+				   "laying out %s took longer than %" PRIu64 " s", r->target,
+				   (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
 		}
 		if (k < 0) {
 			return k;
@@ -153,9 +141,9 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	int k;
 
 	if (r->filename && probe_rw_writes(r->rw)) {
-		set_message(res->message, sizeof(res->message),
-			    "refusing rw=%s on the raw block device %s: iopsd only ever reads a block device",
-			    probe_rw_to_string(r->rw), r->filename);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "refusing rw=%s on the raw block device %s: iopsd only ever reads a block device",
+			   probe_rw_to_string(r->rw), r->filename);
 		return -EINVAL;
 	}
 	if (r->filename) {
@@ -174,9 +162,9 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	}
 	iogen_init(&r->gen, &r->layout_pc, &layout);
 	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
-		set_message(res->message, sizeof(res->message),
-			    "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
-			    layout.region, r->gen.bs_max * r->numjobs);
+		errstr_set(res->message, sizeof(res->message), 0,
+			   "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
+			   layout.region, r->gen.bs_max * r->numjobs);
 		return -EINVAL;
 	}
 	if (fstat(r->fds[0], &st) < 0) {
@@ -259,8 +247,8 @@ static int run_start_jobs(struct run *r, struct probe_result *res)
 	if (e != 0) {
 		char b[96];
 
-		set_message(res->message, sizeof(res->message), "cannot start job threads: %s",
-			    probefile_strerror(e, b, sizeof(b)));
+		errstr_set(res->message, sizeof(res->message), 0, "cannot start job threads: %s",
+			   probefile_strerror(e, b, sizeof(b)));
 	}
 	return e != 0 ? -e : (int)n;
 }
@@ -285,11 +273,11 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 			res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 			    .errors[probe_error_reason_from_errno(j->setup_error)]++;
 			if (j->message[0] != '\0') {
-				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
-					    j->message);
+				errstr_set(res->message, sizeof(res->message), 0, "cannot set up job %u: %s",
+					   i, j->message);
 			} else {
-				set_message(res->message, sizeof(res->message), "cannot set up job %u: %s", i,
-					    probefile_strerror(j->setup_error, e, sizeof(e)));
+				errstr_set(res->message, sizeof(res->message), 0, "cannot set up job %u: %s",
+					   i, probefile_strerror(j->setup_error, e, sizeof(e)));
 			}
 		}
 		if (res->error == 0 && j->error != 0) {
@@ -316,8 +304,8 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 		o->errors[probe_error_reason_from_errno(k)]++;
 		if (res->error == 0) {
 			res->error = k;
-			set_message(res->message, sizeof(res->message), "end_fsync of %s failed: %s",
-				    r->target, probefile_strerror(k, e, sizeof(e)));
+			errstr_set(res->message, sizeof(res->message), 0, "end_fsync of %s failed: %s",
+				   r->target, probefile_strerror(k, e, sizeof(e)));
 		}
 		return;
 	}
@@ -343,11 +331,11 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	}
 	if (res->error == 0 && run_is_cancelled(r)) {
 		res->error = -ECANCELED;
-		set_message(res->message, sizeof(res->message), "cancelled");
+		errstr_set(res->message, sizeof(res->message), 0, "cancelled");
 	}
 	if (res->error == 0 && data_ops == 0) {
 		res->error = -EIO;
-		set_message(res->message, sizeof(res->message), "no I/O completed on %s", r->target);
+		errstr_set(res->message, sizeof(res->message), 0, "no I/O completed on %s", r->target);
 	}
 	res->success = res->error == 0;
 }
@@ -364,7 +352,7 @@ void *run_main(void *userdata)
 	if (!res) {
 		pthread_mutex_lock(&r->lock);
 		r->result.error = -ENOMEM;
-		set_message(r->result.message, sizeof(r->result.message), "out of memory");
+		errstr_set(r->result.message, sizeof(r->result.message), 0, "out of memory");
 		r->phase = PHASE_DONE;
 		pthread_cond_broadcast(&r->cond);
 		pthread_mutex_unlock(&r->lock);
@@ -382,8 +370,8 @@ void *run_main(void *userdata)
 		if (res->message[0] == '\0') {
 			char e[96];
 
-			set_message(res->message, sizeof(res->message), "%s: %s", r->target,
-				    probefile_strerror(res->error, e, sizeof(e)));
+			errstr_set(res->message, sizeof(res->message), 0, "%s: %s", r->target,
+				   probefile_strerror(res->error, e, sizeof(e)));
 		}
 		res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
 		    .errors[probe_error_reason_from_errno(res->error)]++;
@@ -405,7 +393,7 @@ void *run_main(void *userdata)
 		struct itimerspec deadline;
 
 		r->start_ns = now_nsec(CLOCK_MONOTONIC);
-		deadline = (struct itimerspec){.it_value = ns_to_timespec(r->start_ns + r->timeout_ns)};
+		deadline = (struct itimerspec){.it_value = timespec_from_nsec(r->start_ns + r->timeout_ns)};
 		timerfd_settime(r->wake_fd, TFD_TIMER_ABSTIME, &deadline, NULL);
 		res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 		r->phase = PHASE_IO;

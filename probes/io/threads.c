@@ -22,7 +22,9 @@
 #include "fileio.h"
 #include "iogen.h"
 #include "probefile.h"
+#include "errstr.h"
 #include "refcount.h"
+#include "splitmix.h"
 #include "timeutil.h"
 
 /* Threads ----------------------------------------------------------------
@@ -138,7 +140,7 @@ void run_abandon(struct run *r)
 bool probe_threads_wait(uint64_t timeout_usec)
 {
 	uint64_t deadline = now_nsec(CLOCK_MONOTONIC) + timeout_usec * NSEC_PER_USEC;
-	struct timespec ts = ns_to_timespec(deadline);
+	struct timespec ts = timespec_from_nsec(deadline);
 	bool is_idle;
 
 	pthread_once(&threads_once, threads_init);

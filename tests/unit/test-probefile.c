@@ -23,6 +23,7 @@
 
 #include "probe.h"
 #include "probefile.h"
+#include "timeutil.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -419,10 +420,7 @@ static void test_rate_iops_caps_a_timed_run(void **state)
 
 static uint64_t mono_msec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return now_nsec(CLOCK_MONOTONIC) / NSEC_PER_MSEC;
 }
 
 /* The threads of this process, from /proc/self/task. */

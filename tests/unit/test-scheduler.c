@@ -24,6 +24,7 @@
 #include "sampler.h"
 #include "registry.h"
 #include "scheduler.h"
+#include "timeutil.h"
 
 #define MAX_RUNS 64
 
@@ -67,10 +68,7 @@ static int teardown(void **state)
 
 static uint64_t mono_msec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return now_nsec(CLOCK_MONOTONIC) / NSEC_PER_MSEC;
 }
 
 /* A fixture procfs and sysfs that hold the scratch directory's device as
