@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "ebs_nvme.h"
@@ -25,6 +24,7 @@
 #include "pressure.h"
 #include "strutil.h"
 #include "timeutil.h"
+#include "targets.h"
 #include "topology.h"
 
 #define DISKSTATS_BUF_INITIAL (64U << 10)
@@ -158,51 +158,6 @@ static bool device_is_kept(const struct sampler *s, const struct topology_device
 	return td->topo.kind != DEVICE_KIND_PARTITION;
 }
 
-/* The device the kernel says holds an existing absolute path: a device
- * node's st_rdev, else the filesystem's st_dev, which /sys/dev/block/MAJ:MIN
- * names for every block-backed filesystem, whether or not mountinfo shows
- * the mount (a chroot, some containers). NULL for an anonymous device
- * (tmpfs, overlayfs, NFS, a btrfs subvolume), a path that does not exist,
- * or a device the topology does not hold. */
-static const struct topology_device *device_for_stat(const struct topology *t, const char *target)
-{
-	struct stat st;
-	dev_t dev;
-
-	if (target[0] != '/' || stat(target, &st) < 0) {
-		return NULL;
-	}
-	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-	if (major(dev) == 0) {
-		return NULL;
-	}
-	return topology_find_devnum(t, major(dev), minor(dev));
-}
-
-/* The device a path names: by stat() first, then by mountinfo (resolving
- * symlinks when the path exists here) for anonymous devices and paths that
- * do not exist yet. */
-static const struct topology_device *device_for_target(const struct topology *t, const char *target)
-{
-	char resolved[PATH_MAX];
-	const struct topology_device *d;
-
-	if (!target || !t) {
-		return NULL;
-	}
-	d = device_for_stat(t, target);
-	if (d) {
-		return d;
-	}
-	if (realpath(target, resolved)) {
-		d = topology_device_for_path(t, resolved);
-		if (d) {
-			return d;
-		}
-	}
-	return topology_device_for_path(t, target);
-}
-
 /* The members of device i, and theirs, are tracked: a RAID0 over partitions
  * that the filter drops is still told which member holds it. */
 static void track_members(struct sampler *s, size_t i, unsigned depth)
@@ -242,7 +197,7 @@ static void apply_filter(struct sampler *s)
 		const struct probe_config *pc = &cfg->probes[i];
 		const struct topology_device *d;
 
-		d = device_for_target(t, pc->directory ? pc->directory : pc->filename);
+		d = targets_device(t, pc->directory ? pc->directory : pc->filename);
 		if (d && holds) {
 			holds[d - t->devices] = true;
 		}
@@ -252,7 +207,7 @@ static void apply_filter(struct sampler *s)
 		const struct topology_device *d = topology_find(t, dc->name);
 
 		if (!d && dc->name[0] == '/') {
-			d = device_for_target(t, dc->name);
+			d = targets_device(t, dc->name);
 		}
 		if (!d) {
 			continue;
@@ -716,43 +671,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	return 0;
 }
 
-/* The mount a path is on, resolving symlinks when the path exists here. */
-static const struct mountinfo_entry *mount_for_target(const struct topology *t, const char *target)
-{
-	char resolved[PATH_MAX];
-
-	if (!target || !t) {
-		return NULL;
-	}
-	return topology_mount_for_path(t, realpath(target, resolved) ? resolved : target);
-}
-
 int sampler_target_device(struct sampler *s, const char *target, char *ret_name, dev_t *ret_disk)
 {
-	const struct topology_device *d = device_for_target(s->topo, target);
-	const struct mountinfo_entry *m;
-	struct stat st;
-
-	if (d) {
-		const struct topology_device *disk = d->parent != SIZE_MAX ? &s->topo->devices[d->parent] : d;
-
-		memcpy(ret_name, d->name, DISKSTATS_NAME_MAX);
-		*ret_disk = makedev(disk->major, disk->minor);
-		return 0;
-	}
-	/* a filesystem that no block device will ever hold (anonymous major
-	 * 0: tmpfs, overlayfs): its runs are serialised on the filesystem,
-	 * known by stat() even where mountinfo does not show it (a chroot) */
-	if (target && target[0] == '/' && stat(target, &st) == 0 && major(st.st_dev) == 0) {
-		ret_name[0] = '\0';
-		*ret_disk = st.st_dev;
-		return 0;
-	}
-	m = mount_for_target(s->topo, target);
-	if (!m || m->major != 0) {
-		return -ENODEV;
-	}
-	ret_name[0] = '\0';
-	*ret_disk = makedev(m->major, m->minor);
-	return 0;
+	return targets_place(s->topo, target, ret_name, ret_disk);
 }
