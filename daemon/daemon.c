@@ -19,6 +19,7 @@
 #include "ceiling_gate.h"
 #include "fit.h"
 #include "detect.h"
+#include "process_stats.h"
 #include "sampler.h"
 #include "history.h"
 #include "http.h"
@@ -256,11 +257,32 @@ static void daemon_sample(struct daemon *d)
 	sampler_snapshot_unref(snap);
 }
 
-/* Publish what the modules hold now. On failure (out of memory) the previous
- * snapshot stays served; logged, rate-limited. */
+/* Publish what the modules hold now, with the process's figures and the
+ * host's name read here (the host may be renamed while we run). */
+static int daemon_publish_now(struct daemon *d)
+{
+	struct process_stats ps = {0};
+	char hostname[HOST_NAME_MAX + 1] = "";
+	int r;
+
+	r = process_stats_read(&ps);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot read /proc/self: %m, omitting process_* metrics.");
+	}
+	ps.start_time_seconds = d->process_start_time;
+	if (gethostname(hostname, sizeof(hostname)) < 0) {
+		hostname[0] = '\0';
+	}
+	hostname[sizeof(hostname) - 1] = '\0';
+	registry_set_process(d->registry, &ps, hostname);
+	return registry_publish(d->registry);
+}
+
+/* On failure (out of memory) the previous snapshot stays served; logged,
+ * rate-limited. */
 static void daemon_publish(struct daemon *d)
 {
-	int r = registry_publish(d->registry);
+	int r = daemon_publish_now(d);
 
 	if (r < 0 && ratelimit_below(&d->publish_log_ratelimit)) {
 		log_warning_errno(r, "Failed to publish a snapshot: %m, serving the previous one.");
@@ -469,6 +491,11 @@ static int daemon_setup_registry(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the registry: %m");
 	}
+	r = process_stats_start_time(&d->process_start_time);
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read the process start time from /proc: %m, ignoring.");
+		d->process_start_time = usec_to_sec(now_usec(CLOCK_REALTIME));
+	}
 	r = registry_set_probes(d->registry, d->cfg);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the probes: %m");
@@ -548,7 +575,7 @@ static int daemon_setup_http(struct daemon *d)
 {
 	int r;
 
-	r = registry_publish(d->registry);
+	r = daemon_publish_now(d);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to publish the first snapshot: %m");
 	}

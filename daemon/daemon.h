@@ -28,7 +28,8 @@ struct daemon {
 	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
 	bool has_diskstats_garbage;	      /* the last sample skipped malformed lines */
 	struct registry *registry;
-	int wake_fd; /* eventfd: probe threads ask for a publish */
+	double process_start_time; /* seconds since the epoch, for process_start_time_seconds */
+	int wake_fd;		   /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
 	struct scheduler *scheduler;
 	struct ceiling_gate *ceiling_gate; /* when ceiling probes may run; fed by the sampler */

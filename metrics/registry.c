@@ -16,7 +16,6 @@
 #include "history.h"
 #include "log.h"
 #include "macro.h"
-#include "process_stats.h"
 #include "refcount.h"
 #include "timeutil.h"
 
@@ -30,7 +29,8 @@ struct registry {
 	uint64_t history_usec;
 	uint64_t start_realtime_usec;
 	uint64_t start_monotonic_usec;
-	double process_start_time;
+	struct process_stats process; /* registry_set_process() */
+	char hostname[HOST_NAME_MAX + 1];
 	double last_render_seconds;
 	registry_publish_fn publish_hook;
 	void *publish_hook_userdata;
@@ -145,7 +145,6 @@ DEFINE_REFCOUNT(struct snapshot, snapshot, snapshot_destroy);
 int registry_new(struct registry **ret)
 {
 	struct registry *r = calloc(1, sizeof(*r));
-	int k;
 
 	if (!r) {
 		return -ENOMEM;
@@ -155,11 +154,6 @@ int registry_new(struct registry **ret)
 	r->start_realtime_usec = now_usec(CLOCK_REALTIME);
 	r->start_monotonic_usec = now_usec(CLOCK_MONOTONIC);
 	r->sample_interval_usec = USEC_PER_SEC;
-	k = process_stats_start_time(&r->process_start_time);
-	if (k < 0) {
-		log_warning_errno(k, "Cannot read the process start time from /proc: %m, ignoring.");
-		r->process_start_time = (double)r->start_realtime_usec / (double)USEC_PER_SEC;
-	}
 	*ret = r;
 	return 0;
 }
@@ -322,6 +316,8 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 	struct probe_state *p;
 
+	/* the percentiles before the lock: probe threads share it */
+	record_probe_history(r, id->name, res);
 	pthread_mutex_lock(&r->lock);
 	p = find_state_locked(r, id);
 	if (p) {
@@ -340,7 +336,6 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 		p->last_run_realtime_usec = res->start_realtime_usec;
 		p->last_done_monotonic_usec = now;
 		r->probes_changed = true;
-		record_probe_history(r, p->name, res);
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -460,11 +455,8 @@ int registry_publish(struct registry *r)
 	s->samples = sampler_snapshot_ref(r->samples);
 	s->history = r->history;
 	s->last_render_seconds = r->last_render_seconds;
-	/* read each time: the host may be renamed while we run */
-	if (gethostname(s->hostname, sizeof(s->hostname)) < 0) {
-		s->hostname[0] = '\0';
-	}
-	s->hostname[sizeof(s->hostname) - 1] = '\0';
+	memcpy(s->hostname, r->hostname, sizeof(s->hostname));
+	s->process = r->process;
 
 	pthread_mutex_lock(&r->lock);
 	s->sample_interval_usec = r->sample_interval_usec;
@@ -483,11 +475,6 @@ int registry_publish(struct registry *r)
 
 	s->stale_after_usec = 3 * s->sample_interval_usec + 2 * USEC_PER_SEC;
 	s->generation = ++r->generation;
-	k = process_stats_read(&s->process);
-	if (k < 0) {
-		log_debug_errno(k, "Cannot read /proc/self: %m, omitting process_* metrics.");
-	}
-	s->process.start_time_seconds = r->process_start_time;
 	s->is_healthy =
 	    snapshot_check_health(s, s->monotonic_usec, s->health_reason, sizeof(s->health_reason));
 
@@ -503,6 +490,12 @@ int registry_publish(struct registry *r)
 	pthread_mutex_unlock(&r->current_lock);
 	snapshot_unref(old);
 	return 0;
+}
+
+void registry_set_process(struct registry *r, const struct process_stats *p, const char *hostname)
+{
+	r->process = *p;
+	snprintf(r->hostname, sizeof(r->hostname), "%s", hostname ? hostname : "");
 }
 
 struct snapshot *registry_acquire(struct registry *r)

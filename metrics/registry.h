@@ -15,7 +15,6 @@
 #include "config.h"
 #include "sampler.h"
 #include "probe.h"
-#include "process_stats.h"
 
 struct history;
 struct probe_block;
@@ -74,6 +73,17 @@ struct probe_state {
 /* Whether the probe performs `op` (and has figures for it to show). */
 bool probe_state_does_op(const struct probe_state *p, enum probe_op op);
 
+/* The standard process_* figures, which the daemon reads from /proc/self before each publish. */
+struct process_stats {
+	bool available;
+	double cpu_seconds;
+	uint64_t resident_memory_bytes;
+	uint64_t virtual_memory_bytes;
+	uint64_t open_fds;
+	uint64_t max_fds;
+	double start_time_seconds; /* since the epoch */
+};
+
 struct snapshot {
 	unsigned refcount; /* atomic */
 	uint64_t generation;
@@ -83,7 +93,7 @@ struct snapshot {
 	uint64_t start_monotonic_usec;
 	uint64_t sample_interval_usec;
 	uint64_t history_usec;		  /* configured history length */
-	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
+	char hostname[HOST_NAME_MAX + 1]; /* registry_set_process()'s, "" when unknown */
 	uint64_t stale_after_usec;	  /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
 	struct probe_state *probes;	  /* in probe_block */
@@ -135,9 +145,13 @@ void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
 /* Install the latest sampler snapshot (takes a reference). Main thread. */
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 
-/* Build a new snapshot from the current state, read the process_* figures,
- * judge health, hand it to the publish hook and swap it in. Main thread.
- * Returns 0, or -ENOMEM (the previous snapshot stays current). */
+/* The process's figures and the host's name for the next publishes (the
+ * daemon reads them before each; none before the first call). Main
+ * thread. */
+void registry_set_process(struct registry *r, const struct process_stats *p, const char *hostname);
+
+/* Build a new snapshot from the current state, judge health, hand it to the publish hook and swap it in. Main
+ * thread. Returns 0, or -ENOMEM (the previous snapshot stays current). */
 int registry_publish(struct registry *r);
 
 /* Called by registry_publish() with each new snapshot before it becomes

@@ -50,6 +50,10 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	assert_int_equal(config_load_string("r.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
 	assert_int_equal(registry_set_probes(r, cfg), 0);
+	/* what the daemon reads from /proc/self before each publish */
+	registry_set_process(
+	    r, &(struct process_stats){.available = true, .resident_memory_bytes = 1 << 20, .open_fds = 5},
+	    "host");
 	assert_int_equal(render_cache_new(r, &c), 0);
 	assert_int_equal(render_cache_acquire(c, &e), -ENODATA);
 

@@ -1,20 +1,12 @@
 /* The standard process_* figures (cpu, memory, fds, start time) from
- * /proc/self, read on the main thread at publish time, never by a scrape. */
+ * /proc/self, read by the daemon on the main thread before each publish
+ * (registry_set_process()), never by a scrape. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The standard process_* figures, read from /proc/self at publish time. */
-struct process_stats {
-	bool available;
-	double cpu_seconds;
-	uint64_t resident_memory_bytes;
-	uint64_t virtual_memory_bytes;
-	uint64_t open_fds;
-	uint64_t max_fds;
-	double start_time_seconds; /* since the epoch */
-};
+#include "registry.h" /* struct process_stats */
 
 /* Parse /proc/self/stat text: cpu seconds, virtual and resident memory.
  * `ticks_per_sec` is sysconf(_SC_CLK_TCK), `page_size` in bytes. Also
