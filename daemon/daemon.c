@@ -19,6 +19,7 @@
 #include "ceiling_gate.h"
 #include "fit.h"
 #include "detect.h"
+#include "identities.h"
 #include "process_stats.h"
 #include "sampler.h"
 #include "history.h"
@@ -209,6 +210,14 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 	return 0;
 }
 
+/* The probes' devices from the last sample's topology, for the scheduler,
+ * the ceiling gate and the registry's labels. */
+static void daemon_place_probes(struct daemon *d)
+{
+	identities_place(&d->ids, sampler_last_sample(d->sampler)->topology);
+	registry_update_devices(d->registry);
+}
+
 /* One device sample: into the registry (published by the caller) and the
  * history. Failures are counted and logged, rate-limited, and the daemon
  * carries on. */
@@ -218,7 +227,7 @@ static void daemon_sample(struct daemon *d)
 	int r;
 
 	/* probe runs since the last sample: iopsd's own I/O, ceiling measurements */
-	ceiling_gate_collect(d->ceiling_gate, detect_ceilings(d->detect), d->registry);
+	ceiling_gate_collect(d->ceiling_gate, detect_ceilings(d->detect));
 	r = sampler_sample(d->sampler, &snap);
 	if (r >= 0) {
 		/* detection: ceilings, holds, shared ceilings, the instance */
@@ -248,7 +257,7 @@ static void daemon_sample(struct daemon *d)
 	}
 	d->diskstats_parse_errors_seen = snap->parse_errors_total;
 	registry_set_samples(d->registry, snap);
-	registry_resolve_probe_devices(d->registry, d->sampler);
+	daemon_place_probes(d);
 	ceiling_gate_refresh(d->ceiling_gate, detect_ceilings(d->detect));
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
@@ -347,6 +356,7 @@ static void daemon_set_log_level(const struct config *cfg)
 static void daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
+	struct identities ids = {0};
 	int r;
 
 	daemon_set_log_level(cfg);
@@ -376,19 +386,24 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 		}
 	}
 	config_free(old);
-	r = registry_set_probes(d->registry, d->cfg);
+	r = identities_build(d->cfg, &d->ids, &ids);
+	if (r >= 0) {
+		identities_clear(&d->ids);
+		d->ids = ids;
+		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
+	}
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
 		return;
 	}
 	/* new probes' devices, before their first runs */
-	registry_resolve_probe_devices(d->registry, d->sampler);
+	daemon_place_probes(d);
 	daemon_publish(d);
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->ids.ids);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
 	}
-	r = scheduler_start(d->scheduler, d->cfg);
+	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
 		log_error_errno(r, "Failed to start the probes: %m, not running probes.");
 	}
@@ -496,7 +511,10 @@ static int daemon_setup_registry(struct daemon *d)
 		log_warning_errno(r, "Cannot read the process start time from /proc: %m, ignoring.");
 		d->process_start_time = usec_to_sec(now_usec(CLOCK_REALTIME));
 	}
-	r = registry_set_probes(d->registry, d->cfg);
+	r = identities_build(d->cfg, NULL, &d->ids);
+	if (r >= 0) {
+		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
+	}
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the probes: %m");
 	}
@@ -538,8 +556,18 @@ static int daemon_setup_sampling(struct daemon *d)
 	return 0;
 }
 
-/* The ceiling gate and the scheduler; probe threads report through the
- * registry and the wake eventfd. */
+/* A probe run completed, on its thread: into the registry, and to the
+ * ceiling gate (iopsd's own I/O, a ceiling probe's measurement). */
+static void on_probe_done(void *userdata, const struct probe_identity *id, const struct probe_result *res)
+{
+	struct daemon *d = userdata;
+
+	registry_probe_done(d->registry, id, res);
+	ceiling_gate_probe_done(d->ceiling_gate, id, res);
+}
+
+/* The ceiling gate and the scheduler; probe threads report through
+ * on_probe_done() and the wake eventfd. */
 static int daemon_setup_probes(struct daemon *d)
 {
 	char engines[320];
@@ -551,17 +579,17 @@ static int daemon_setup_probes(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the ceiling gate: %m");
 	}
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->ids.ids);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the ceiling probes: %m");
 	}
-	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	r = scheduler_new(on_probe_done, d, d->wake_fd, d->args->sysfs, &d->scheduler);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the probe scheduler: %m");
 	}
 	/* ceiling probes wait for a quiet device */
 	scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
-	r = scheduler_start(d->scheduler, d->cfg);
+	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to start the probe scheduler: %m");
 	}
@@ -637,6 +665,7 @@ struct daemon *daemon_free(struct daemon *d)
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);
 	detect_free(d->detect);
+	identities_clear(&d->ids);
 	sampler_free(d->sampler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {

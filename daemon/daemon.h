@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "identities.h"
 #include "log.h"
 #include "macro.h"
 
@@ -27,6 +28,7 @@ struct daemon {
 	struct ratelimit publish_log_ratelimit;
 	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
 	bool has_diskstats_garbage;	      /* the last sample skipped malformed lines */
+	struct identities ids;		      /* the probes' identities, aligned with cfg->probes */
 	struct registry *registry;
 	double process_start_time; /* seconds since the epoch, for process_start_time_seconds */
 	int wake_fd;		   /* eventfd: probe threads ask for a publish */

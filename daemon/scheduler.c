@@ -15,7 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
-#include "registry.h"
+#include "targets.h"
 #include "timeutil.h"
 
 struct disk_group {
@@ -47,7 +47,8 @@ struct failure_carry {
 };
 
 struct scheduler {
-	struct registry *registry;
+	scheduler_done_fn done;
+	void *done_userdata;
 	int wake_fd;
 	const char *sysfs;
 	scheduler_gate_fn gate;
@@ -317,7 +318,7 @@ static void *probe_thread(void *userdata)
 			break;
 		}
 		if (run_once(p, res)) {
-			registry_probe_done(s->registry, p->id, res);
+			s->done(s->done_userdata, p->id, res);
 			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
 				log_debug_errno(errno, "Failed to wake the main loop: %m");
 			}
@@ -336,7 +337,8 @@ static void *probe_thread(void *userdata)
 	return NULL;
 }
 
-int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret)
+int scheduler_new(scheduler_done_fn done, void *userdata, int wake_fd, const char *sysfs,
+		  struct scheduler **ret)
 {
 	struct scheduler *s;
 
@@ -344,7 +346,8 @@ int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, str
 	if (!s) {
 		return -ENOMEM;
 	}
-	s->registry = registry;
+	s->done = done;
+	s->done_userdata = userdata;
 	s->wake_fd = wake_fd;
 	s->sysfs = sysfs ? sysfs : "/sys";
 	pthread_mutex_init(&s->lock, NULL);
@@ -359,7 +362,7 @@ void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdat
 	s->gate_userdata = userdata;
 }
 
-int scheduler_start(struct scheduler *s, const struct config *cfg)
+int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_identity *const *ids)
 {
 	size_t n = cfg->n_probes;
 	int e;
@@ -388,11 +391,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 		p->s = s;
 		p->index = i;
 		p->pc = &cfg->probes[i];
-		p->id = registry_probe_identity(s->registry, p->pc->name);
-		if (!p->id) {
-			scheduler_stop(s);
-			return -ENOENT;
-		}
+		p->id = probe_identity_ref(ids[i]);
 		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {

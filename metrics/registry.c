@@ -44,65 +44,6 @@ struct registry {
 	struct snapshot *current;
 };
 
-static void probe_identity_destroy(struct probe_identity *id)
-{
-	pthread_mutex_destroy(&id->lock);
-	free(id->name);
-	free(id->target);
-	free(id);
-}
-
-DEFINE_REFCOUNT(struct probe_identity, probe_identity, probe_identity_destroy);
-
-static struct probe_identity *probe_identity_new(const char *name, const char *target)
-{
-	struct probe_identity *id = calloc(1, sizeof(*id));
-
-	if (!id) {
-		return NULL;
-	}
-	id->refcount = 1;
-	pthread_mutex_init(&id->lock, NULL);
-	id->name = strdup(name);
-	id->target = strdup(target);
-	if (!id->name || !id->target) {
-		return probe_identity_unref(id);
-	}
-	return id;
-}
-
-bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk)
-{
-	bool is_resolved;
-
-	pthread_mutex_lock(&id->lock);
-	is_resolved = id->is_resolved;
-	if (is_resolved && ret_device) {
-		memcpy(ret_device, id->device, sizeof(id->device));
-	}
-	if (is_resolved && ret_disk) {
-		*ret_disk = id->disk;
-	}
-	pthread_mutex_unlock(&id->lock);
-	return is_resolved;
-}
-
-/* Place `id` where the topology says its target is now. Main thread. */
-static void probe_identity_resolve(struct probe_identity *id, struct sampler *sampler)
-{
-	char device[DISKSTATS_NAME_MAX];
-	dev_t disk;
-
-	if (sampler_target_device(sampler, id->target, device, &disk) < 0) {
-		return; /* not (yet) known: keep what it was */
-	}
-	pthread_mutex_lock(&id->lock);
-	memcpy(id->device, device, sizeof(id->device));
-	id->disk = disk;
-	id->is_resolved = true;
-	pthread_mutex_unlock(&id->lock);
-}
-
 static void probe_state_done(struct probe_state *p)
 {
 	probe_identity_unref(p->id);
@@ -187,59 +128,41 @@ bool probe_state_does_op(const struct probe_state *p, enum probe_op op)
 	}
 }
 
-/* The state of `pc` in a new probe list: the counters of the probe of the
- * same name in the current one, if any, and its identity when the target
- * is the same too. Under r->lock. */
-static int probe_state_init(struct registry *r, const struct probe_config *pc, struct probe_state *p)
+/* The state of `pc` in a new probe list, with identity `id`: the counters
+ * of the probe of the same name in the current one, if any, and its device
+ * when it keeps its identity (its target) too. Under r->lock. */
+static void probe_state_init(struct registry *r, const struct probe_config *pc, struct probe_identity *id,
+			     struct probe_state *p)
 {
-	const char *target = pc->directory ? pc->directory : pc->filename;
-	struct probe_identity *id = NULL;
-
 	for (size_t j = 0; j < r->n_probes; j++) {
 		if (strcmp(r->probes[j].name, pc->name) == 0) {
 			*p = r->probes[j];
-			if (strcmp(p->target, target) == 0) {
-				id = probe_identity_ref(p->id);
-			} else {
+			if (p->id != id) {
 				p->device[0] = '\0';
 			}
 			break;
 		}
 	}
-	if (!id) {
-		id = probe_identity_new(pc->name, target);
-		if (!id) {
-			p->id = NULL; /* the copied one is not ours */
-			return -ENOMEM;
-		}
-	}
-	p->id = id;
+	p->id = probe_identity_ref(id);
 	p->name = id->name;
 	p->target = id->target;
 	p->rw = pc->rw;
 	p->interval_usec = pc->interval_usec;
 	p->runtime_usec = pc->runtime_usec;
 	p->has_fsync = probe_rw_writes(pc->rw) && (pc->fsync > 0 || pc->end_fsync);
-	return 0;
 }
 
-int registry_set_probes(struct registry *r, const struct config *cfg)
+int registry_set_probes(struct registry *r, const struct config *cfg, struct probe_identity *const *ids)
 {
 	struct probe_state *probes;
-	int k = 0;
 
 	probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
 	if (!probes) {
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < cfg->n_probes && k >= 0; i++) {
-		k = probe_state_init(r, &cfg->probes[i], &probes[i]);
-	}
-	if (k < 0) {
-		pthread_mutex_unlock(&r->lock);
-		probe_states_free(probes, cfg->n_probes);
-		return k;
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		probe_state_init(r, &cfg->probes[i], ids[i], &probes[i]);
 	}
 	probe_states_free(r->probes, r->n_probes);
 	r->probes = probes;
@@ -249,20 +172,6 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	r->history_usec = cfg->history_usec;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
-}
-
-struct probe_identity *registry_probe_identity(struct registry *r, const char *name)
-{
-	struct probe_identity *id = NULL;
-
-	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < r->n_probes && !id; i++) {
-		if (strcmp(r->probes[i].name, name) == 0) {
-			id = probe_identity_ref(r->probes[i].id);
-		}
-	}
-	pthread_mutex_unlock(&r->lock);
-	return id;
 }
 
 void registry_set_history(struct registry *r, struct history *h)
@@ -340,22 +249,14 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 	pthread_mutex_unlock(&r->lock);
 }
 
-void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
+void registry_update_devices(struct registry *r)
 {
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->n_probes; i++) {
 		struct probe_state *p = &r->probes[i];
 		char now[DISKSTATS_NAME_MAX];
 
-		/* the device follows the topology: a filesystem mounted on the
-		 * target after the start (an md array on /data) is the probe's
-		 * device from then on, for the labels, the scheduler's
-		 * per-disk serialisation and the ceiling gate alike */
-		probe_identity_resolve(p->id, sampler);
-		if (!probe_identity_device(p->id, now, NULL)) {
-			continue;
-		}
-		if (strcmp(p->device, now) != 0) {
+		if (probe_identity_device(p->id, now, NULL) && strcmp(p->device, now) != 0) {
 			memcpy(p->device, now, sizeof(p->device));
 			r->probes_changed = true;
 		}

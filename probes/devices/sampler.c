@@ -670,8 +670,3 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	*ret = snap;
 	return 0;
 }
-
-int sampler_target_device(struct sampler *s, const char *target, char *ret_name, dev_t *ret_disk)
-{
-	return targets_place(s->topo, target, ret_name, ret_disk);
-}

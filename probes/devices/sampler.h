@@ -89,15 +89,6 @@ int sampler_set_config(struct sampler *s, const struct config *cfg);
  * -ENOMEM; the previous state is kept so the next sample still derives. */
 int sampler_sample(struct sampler *s, struct sampler_snapshot **ret);
 
-/* The device that holds a probe target (a directory: its mount's device; a
- * raw device path: that device), from the current topology alone: its name
- * into ret_name (DISKSTATS_NAME_MAX bytes) and, in *ret_disk, the device
- * number of its whole disk (the disk of a partition, the device itself
- * otherwise), which the scheduler serialises runs on. A target on a
- * filesystem without a block device (tmpfs, overlayfs) gets "" and the
- * filesystem's number. -ENODEV when the topology does not know it (yet). */
-int sampler_target_device(struct sampler *s, const char *target, char *ret_name, dev_t *ret_disk);
-
 /* A device of the last sample as the detection stage (probes/detect/) reads
  * it: every line of /proc/diskstats, kept by the filter or not, since an
  * array's members are followed even when the filter drops them. */

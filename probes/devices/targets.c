@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "refcount.h"
+
 /* The device the kernel says holds an existing absolute path: a device
  * node's st_rdev, else the filesystem's st_dev, which /sys/dev/block/MAJ:MIN
  * names for every block-backed filesystem, whether or not mountinfo shows
@@ -95,4 +97,62 @@ int targets_place(const struct topology *t, const char *target, char *ret_name, 
 	ret_name[0] = '\0';
 	*ret_disk = makedev(m->major, m->minor);
 	return 0;
+}
+
+static void probe_identity_destroy(struct probe_identity *id)
+{
+	pthread_mutex_destroy(&id->lock);
+	free(id->name);
+	free(id->target);
+	free(id);
+}
+
+DEFINE_REFCOUNT(struct probe_identity, probe_identity, probe_identity_destroy);
+
+struct probe_identity *probe_identity_new(const char *name, const char *target)
+{
+	struct probe_identity *id = calloc(1, sizeof(*id));
+
+	if (!id) {
+		return NULL;
+	}
+	id->refcount = 1;
+	pthread_mutex_init(&id->lock, NULL);
+	id->name = strdup(name);
+	id->target = strdup(target);
+	if (!id->name || !id->target) {
+		return probe_identity_unref(id);
+	}
+	return id;
+}
+
+bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk)
+{
+	bool is_resolved;
+
+	pthread_mutex_lock(&id->lock);
+	is_resolved = id->is_resolved;
+	if (is_resolved && ret_device) {
+		memcpy(ret_device, id->device, sizeof(id->device));
+	}
+	if (is_resolved && ret_disk) {
+		*ret_disk = id->disk;
+	}
+	pthread_mutex_unlock(&id->lock);
+	return is_resolved;
+}
+
+void targets_place_identity(const struct topology *t, struct probe_identity *id)
+{
+	char device[DISKSTATS_NAME_MAX];
+	dev_t disk;
+
+	if (targets_place(t, id->target, device, &disk) < 0) {
+		return; /* not (yet) known: keep what it was */
+	}
+	pthread_mutex_lock(&id->lock);
+	memcpy(id->device, device, sizeof(id->device));
+	id->disk = disk;
+	id->is_resolved = true;
+	pthread_mutex_unlock(&id->lock);
 }

@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "snapshot-fixture.h"
 #include "timeutil.h"
+#include "identity-fixture.h"
 
 static void test_healthy_while_sampler_and_probes_are_on_schedule(void **state)
 {
@@ -138,12 +139,13 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	struct registry *r = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
 	struct snapshot *a, *b, *c;
-	struct probe_identity *id;
+	struct probe_identity **ids, *id;
 
 	assert_non_null(res);
 	assert_int_equal(config_load_string("c.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		histogram_init(&res->op[op].lat);
 	}
@@ -158,11 +160,9 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	assert_ptr_equal(a->probes, b->probes);
 	assert_int_equal(b->probes[0].runs_total, 0);
 	/* a completed run: new copies, the older snapshots keep theirs */
-	id = registry_probe_identity(r, "seq");
-	assert_non_null(id);
+	id = ids[0];
 	assert_ptr_equal(id, a->probes[0].id);
 	registry_probe_done(r, id, res);
-	probe_identity_unref(id);
 	assert_int_equal(registry_publish(r), 0);
 	c = registry_acquire(r);
 	assert_ptr_not_equal(c->probes, b->probes);
@@ -176,6 +176,7 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	registry_free(r);
 	assert_string_equal(c->probes[0].name, "seq");
 	snapshot_unref(c);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
 	free(res);
 }
@@ -191,14 +192,15 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	struct history *h = NULL;
 	struct history_probe_point *pts = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
-	struct probe_identity *id;
+	struct probe_identity **ids, *id;
 	size_t n = 0;
 
 	assert_non_null(res);
 	assert_int_equal(config_load_string("h.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(history_new(cfg, &h), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
 	registry_set_history(r, h);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		histogram_init(&res->op[op].lat);
@@ -214,9 +216,8 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	res->op[PROBE_OP_WRITE].iops = 40;
 	res->success = true;
 	res->start_realtime_usec = 1700000000000000ULL;
-	id = registry_probe_identity(r, "mix");
+	id = ids[0];
 	registry_probe_done(r, id, res);
-	probe_identity_unref(id);
 	assert_int_equal(history_probe_query(h, "mix", 0, &pts, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(pts[0].realtime_usec, 1700000000000000ULL);
@@ -227,6 +228,7 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	free(res);
 	registry_free(r);
 	history_free(h);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
 }
 
