@@ -23,7 +23,6 @@
 #include "detect.h"
 #include "identities.h"
 #include "sampler.h"
-#include "registry.h"
 
 struct env {
 	char root[64];
