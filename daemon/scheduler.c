@@ -193,11 +193,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 		if (probe_run_has_threads(p->stuck)) {
 			/* do not pile new I/O onto a device that has not answered */
 			probe_result_init(res);
-			res->error = -ETIMEDOUT;
-			res->op[probe_rw_reads(p->pc->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-			    .errors[PROBE_ERR_TIMEOUT] = 1;
-			snprintf(
-			    res->message, sizeof(res->message),
+			probe_result_fail(
+			    res, p->pc->rw, -ETIMEDOUT, true,
 			    "timed out: the I/O of an earlier run is still pending, not starting another");
 			return true;
 		}
@@ -206,9 +203,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	r = probe_start(p->pc, &opts, &run);
 	if (r < 0) {
 		probe_result_init(res);
-		res->error = r;
-		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s",
-			 strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
+		probe_result_fail(res, p->pc->rw, r, false, "cannot start the probe: %s",
+				  strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
 		return true;
 	}
 	pthread_mutex_lock(&s->lock);

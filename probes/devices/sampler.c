@@ -599,17 +599,18 @@ static void derive_rates(struct sampler *s, size_t n, uint64_t mono)
 	}
 }
 
-int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
+/* Read and parse PROCFS/diskstats (the clock read right after it), and
+ * align the per-device state with its lines. The number of devices, or
+ * -errno. */
+static int take_counters(struct sampler *s, uint64_t *ret_mono, uint64_t *ret_real)
 {
-	struct sampler_snapshot *snap = NULL;
-	uint64_t mono, real;
 	size_t n_bad = 0, n;
 	bool same;
 	int r;
 
 	r = read_diskstats(s);
-	mono = s->clock(CLOCK_MONOTONIC, s->clock_userdata);
-	real = s->clock(CLOCK_REALTIME, s->clock_userdata);
+	*ret_mono = s->clock(CLOCK_MONOTONIC, s->clock_userdata);
+	*ret_real = s->clock(CLOCK_REALTIME, s->clock_userdata);
 	if (r < 0) {
 		return r;
 	}
@@ -619,7 +620,6 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	}
 	n = (size_t)r;
 	s->parse_errors_total += n_bad;
-
 	same = n == s->n_devs;
 	for (size_t i = 0; same && i < n; i++) {
 		same = same_device(&s->devs[i].raw, &s->cur[i]);
@@ -630,41 +630,71 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 			return r;
 		}
 	}
+	return (int)n;
+}
+
+/* The figures of the n devices: rates, the topology when due, the md/dm
+ * member aggregates and the md arrays' health. */
+static int derive(struct sampler *s, size_t n, uint64_t mono)
+{
+	int r;
 
 	derive_rates(s, n, mono);
 	s->has_last = true;
 	s->last_monotonic_usec = mono;
-
 	if (s->need_refresh || !s->topo || mono - s->last_refresh_usec >= s->refresh_usec) {
 		r = refresh_topology(s, mono);
 		if (r < 0) {
 			return r;
 		}
 	}
-
 	for (size_t i = 0; i < n; i++) {
 		derive_member_rates(s, i);
 	}
 	read_md_health(s);
+	return 0;
+}
 
-	r = build_snapshot(s, mono, real, &snap);
-	if (r < 0) {
-		return r;
-	}
+/* What the snapshot has beside the devices: pressure, EBS log pages. */
+static int read_extras(struct sampler *s, struct sampler_snapshot *snap)
+{
+	int r;
+
 	if (s->pressure_fd >= 0 || !s->pressure_checked) {
 		r = pressure_read(s->procfs, &s->pressure_fd, &snap->pressure);
 		if (r < 0) {
-			sampler_snapshot_unref(snap);
 			return r;
 		}
 		s->pressure_checked = true;
 	}
 	r = ebs_nvme_reader_sample(s->ebs, &snap->ebs);
 	if (r < 0) {
-		sampler_snapshot_unref(snap);
 		return r;
 	}
 	snap->n_ebs = (size_t)r;
+	return 0;
+}
+
+int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
+{
+	struct sampler_snapshot *snap = NULL;
+	uint64_t mono, real;
+	int r;
+
+	r = take_counters(s, &mono, &real);
+	if (r >= 0) {
+		r = derive(s, (size_t)r, mono);
+	}
+	if (r >= 0) {
+		r = build_snapshot(s, mono, real, &snap);
+	}
+	if (r >= 0) {
+		r = read_extras(s, snap);
+	}
+	if (r < 0) {
+		sampler_snapshot_unref(snap);
+		return r;
+	}
 	s->samples_total++;
 	snap->samples_total = s->samples_total;
 	*ret = snap;

@@ -221,13 +221,11 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 
 			probe_result_init(ret);
 			ret->start_realtime_usec = now_usec(CLOCK_REALTIME);
-			ret->error = was_cancelled ? -ECANCELED : -ETIMEDOUT;
-			ret->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-			    .errors[PROBE_ERR_TIMEOUT] = was_cancelled ? 0 : 1;
-			errstr_set(ret->message, sizeof(ret->message), 0,
-				   was_cancelled ? "cancelled; %s did not stop its I/O in time"
-						 : "timed out: %s did not answer within the run's budget",
-				   r->target);
+			probe_result_fail(ret, r->rw, was_cancelled ? -ECANCELED : -ETIMEDOUT, !was_cancelled,
+					  was_cancelled
+					      ? "cancelled; %s did not stop its I/O in time"
+					      : "timed out: %s did not answer within the run's budget",
+					  r->target);
 			run_cancel_locked(r);
 			run_abandon(r);
 			break;

@@ -58,6 +58,14 @@ struct probe_result {
 /* Zero *res, with empty histograms. */
 void probe_result_init(struct probe_result *res);
 
+/* The result of a run that failed with `err` (-errno) before or without its
+ * I/O, built in one place: res->error, and, when `is_counted`, one error of
+ * err's reason on the main op of `rw` (reads for a read or mixed probe);
+ * the message from fmt unless fmt is NULL (then res->message stays). The
+ * rest of *res is left as it is (probe_result_init() it first). */
+void probe_result_fail(struct probe_result *res, enum probe_rw rw, int err, bool is_counted, const char *fmt,
+		       ...) _printf_(5, 6);
+
 /* Add the counts of `src` (ops, bytes, errors, latency histogram) to `dst`:
  * one job's into a run's, or a run's into a probe's totals. The rates
  * (iops, bw_bytes) are the caller's to set. */

@@ -1,5 +1,7 @@
 /* Names of probe ops and error reasons, shared by the engine and renderers. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "probe.h"
@@ -69,5 +71,23 @@ void probe_result_init(struct probe_result *res)
 	memset(res, 0, sizeof(*res));
 	for (size_t i = 0; i < _PROBE_OP_MAX; i++) {
 		histogram_init(&res->op[i].lat);
+	}
+}
+
+void probe_result_fail(struct probe_result *res, enum probe_rw rw, int err, bool is_counted, const char *fmt,
+		       ...)
+{
+	va_list ap;
+
+	res->success = false;
+	res->error = err;
+	if (is_counted) {
+		res->op[probe_rw_reads(rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
+		    .errors[probe_error_reason_from_errno(err)]++;
+	}
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(res->message, sizeof(res->message), fmt, ap);
+		va_end(ap);
 	}
 }

@@ -340,44 +340,11 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	res->success = res->error == 0;
 }
 
-void *run_main(void *userdata)
+/* Wait for the n_jobs jobs to be ready, let them go (all at once, the
+ * clock started for all) or stop them when one could not set up, and wait
+ * for them to finish. */
+static void run_release_jobs(struct run *r, int n_jobs, struct probe_result *res)
 {
-	struct run *r = userdata;
-	struct probe_result *res;
-	uint64_t end_ns = 0;
-	int n_jobs, k;
-
-	/* the result is built off-lock and published at the end */
-	res = malloc(sizeof(*res));
-	if (!res) {
-		pthread_mutex_lock(&r->lock);
-		r->result.error = -ENOMEM;
-		errstr_set(r->result.message, sizeof(r->result.message), 0, "out of memory");
-		r->phase = PHASE_DONE;
-		pthread_cond_broadcast(&r->cond);
-		pthread_mutex_unlock(&r->lock);
-		thread_done(r);
-		run_unref(r);
-		return NULL;
-	}
-	probe_result_init(res);
-	res->start_realtime_usec = now_usec(CLOCK_REALTIME);
-
-	k = run_prepare(r, res);
-	n_jobs = k < 0 ? k : run_start_jobs(r, res);
-	if (k < 0 || n_jobs < 0) {
-		res->error = k < 0 ? k : n_jobs;
-		if (res->message[0] == '\0') {
-			char e[96];
-
-			errstr_set(res->message, sizeof(res->message), 0, "%s: %s", r->target,
-				   probefile_strerror(res->error, e, sizeof(e)));
-		}
-		res->op[probe_rw_reads(r->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-		    .errors[probe_error_reason_from_errno(res->error)]++;
-		n_jobs = 0;
-	}
-
 	pthread_mutex_lock(&r->lock);
 	while (r->n_ready < (unsigned)n_jobs && !r->is_cancelled) {
 		pthread_cond_wait(&r->cond, &r->lock);
@@ -404,6 +371,42 @@ void *run_main(void *userdata)
 		pthread_cond_wait(&r->cond, &r->lock);
 	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+void *run_main(void *userdata)
+{
+	struct run *r = userdata;
+	struct probe_result *res;
+	uint64_t end_ns = 0;
+	int n_jobs, k;
+
+	/* the result is built off-lock and published at the end */
+	res = malloc(sizeof(*res));
+	if (!res) {
+		pthread_mutex_lock(&r->lock);
+		probe_result_fail(&r->result, r->rw, -ENOMEM, false, "out of memory");
+		r->phase = PHASE_DONE;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+		thread_done(r);
+		run_unref(r);
+		return NULL;
+	}
+	probe_result_init(res);
+	res->start_realtime_usec = now_usec(CLOCK_REALTIME);
+
+	k = run_prepare(r, res);
+	n_jobs = k < 0 ? k : run_start_jobs(r, res);
+	if (k < 0 || n_jobs < 0) {
+		int err = k < 0 ? k : n_jobs;
+		char e[96];
+
+		probe_result_fail(res, r->rw, err, true, res->message[0] == '\0' ? "%s: %s" : NULL, r->target,
+				  probefile_strerror(err, e, sizeof(e)));
+		n_jobs = 0;
+	}
+
+	run_release_jobs(r, n_jobs, res);
 
 	if (n_jobs > 0) {
 		run_merge(r, (unsigned)n_jobs, res, &end_ns);
