@@ -108,6 +108,23 @@ static bool is_made_up(const struct ceiling_params *p, enum resource res, const 
 	return fabs((a * s->interval_sec + b * next->interval_sec) / t - level) <= band / 2;
 }
 
+/* The values of `res` in the queueing samples of the last `window`, into
+ * values[]; their count. */
+static unsigned queueing_values(const struct ceiling_state *st, const struct ceiling_params *p,
+				enum resource res, unsigned window, double *values)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < window; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		if (is_queueing(p, s)) {
+			values[n++] = sample_value(s, res);
+		}
+	}
+	return n;
+}
+
 /* The plateau test over the last p->window samples. A token bucket holds
  * every second in which requests wait at the same level, to within an I/O
  * or two (a second now and then falls short when the machine is busy); a
@@ -136,13 +153,7 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 	if (!is_queueing(p, latest)) {
 		return false;
 	}
-	for (unsigned i = 0; i < window; i++) {
-		const struct ceiling_sample *s = recent(st, i);
-
-		if (is_queueing(p, s)) {
-			values[n_q++] = sample_value(s, res);
-		}
-	}
+	n_q = queueing_values(st, p, res, window, values);
 	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
 		return false;
 	}
@@ -273,14 +284,12 @@ static void declare_bucket(struct ceiling_state *st, const struct device_config 
 /* gp2 and QEMU alike: credits accrue at the baseline rate and every I/O
  * spends one; the bucket holds at most burst_credits. A device held at its
  * baseline with requests waiting has an empty bucket, whatever the count
- * says: at once when the count is within its last percent (QEMU lets a
- * tenth of a second of burst through before it starts counting; iopsd may
- * have missed a second), and otherwise after CEILING_BASE_HELD_SAMPLES held
- * near the base (within a tenth above it) whose mean is on it (a volume with
- * credits would run above it; the count drifts by what the hypervisor and
- * the guest account differently, a percent of a bucket in a TCG guest). The
- * mean, not each second: a guest short of CPU completes a bucket's base
- * unevenly, one second short and the next long. */
+ * says, since the count drifts from what the provider accounts: at once
+ * when the count is within its last percent, and otherwise after
+ * CEILING_BASE_HELD_SAMPLES held near the base whose mean is on it (the
+ * mean, not each second: the base may be completed unevenly). How a QEMU
+ * throttle and a TCG guest behave there: bench/README.md, "The bucket at
+ * its base". */
 static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_params *p,
 			    const struct device_config *dc, const struct ceiling_sample *s, bool is_held)
 {

@@ -47,6 +47,32 @@ static const char *skip_blanks(const char *p, const char *end)
 	return p;
 }
 
+/* The n counters after the name (11, 15 or 17, by kernel version) into r. */
+static void set_counters(struct diskstats_raw *r, const uint64_t *v, unsigned n)
+{
+	r->reads = v[0];
+	r->reads_merged = v[1];
+	r->read_sectors = v[2];
+	r->read_ms = v[3];
+	r->writes = v[4];
+	r->writes_merged = v[5];
+	r->write_sectors = v[6];
+	r->write_ms = v[7];
+	r->in_flight = v[8];
+	r->io_ms = v[9];
+	r->weighted_ms = v[10];
+	if (n >= 15) {
+		r->discards = v[11];
+		r->discards_merged = v[12];
+		r->discard_sectors = v[13];
+		r->discard_ms = v[14];
+	}
+	if (n >= 17) {
+		r->flushes = v[15];
+		r->flush_ms = v[16];
+	}
+}
+
 int diskstats_parse_line(const char *line, size_t len, struct diskstats_raw *ret)
 {
 	const char *p = line, *end = line + len, *name;
@@ -95,27 +121,7 @@ int diskstats_parse_line(const char *line, size_t len, struct diskstats_raw *ret
 	r.minor = (unsigned)minor;
 	memcpy(r.name, name, name_len);
 	r.n_fields = n + 3;
-	r.reads = v[0];
-	r.reads_merged = v[1];
-	r.read_sectors = v[2];
-	r.read_ms = v[3];
-	r.writes = v[4];
-	r.writes_merged = v[5];
-	r.write_sectors = v[6];
-	r.write_ms = v[7];
-	r.in_flight = v[8];
-	r.io_ms = v[9];
-	r.weighted_ms = v[10];
-	if (n >= 15) {
-		r.discards = v[11];
-		r.discards_merged = v[12];
-		r.discard_sectors = v[13];
-		r.discard_ms = v[14];
-	}
-	if (n >= 17) {
-		r.flushes = v[15];
-		r.flush_ms = v[16];
-	}
+	set_counters(&r, v, n);
 	*ret = r;
 	return 0;
 }

@@ -413,6 +413,23 @@ static char *read_volume_id(const char *dir)
 	return strdup(id);
 }
 
+/* The kind of device d (and a partition's parent) from its sysfs
+ * directory `dir` (NULL without one), else from its name. */
+static void read_kind(struct topology_device *d, const char *dir)
+{
+	d->topo.kind = DEVICE_KIND_DISK;
+	if (dir && has_attr(dir, "partition")) {
+		d->topo.kind = DEVICE_KIND_PARTITION;
+		partition_parent(dir, d->topo.parent, sizeof(d->topo.parent));
+	} else if ((dir && has_attr(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
+		d->topo.kind = DEVICE_KIND_MD;
+	} else if ((dir && has_attr(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
+		d->topo.kind = DEVICE_KIND_DM;
+	} else if (d->major == 7 || has_prefix_number(d->name, "loop")) {
+		d->topo.kind = DEVICE_KIND_LOOP;
+	}
+}
+
 /* Everything sysfs says about one device; the cross-device links (parent,
  * members, physical members, mount points) come later. */
 static int read_device(const char *sysfs, struct topology_device *d)
@@ -423,17 +440,7 @@ static int read_device(const char *sysfs, struct topology_device *d)
 	int r;
 
 	has_dir = device_sysfs_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
-	d->topo.kind = DEVICE_KIND_DISK;
-	if (has_dir && has_attr(dir, "partition")) {
-		d->topo.kind = DEVICE_KIND_PARTITION;
-		partition_parent(dir, d->topo.parent, sizeof(d->topo.parent));
-	} else if ((has_dir && has_attr(dir, "md")) || (!has_dir && has_prefix_number(d->name, "md"))) {
-		d->topo.kind = DEVICE_KIND_MD;
-	} else if ((has_dir && has_attr(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
-		d->topo.kind = DEVICE_KIND_DM;
-	} else if (d->major == 7 || has_prefix_number(d->name, "loop")) {
-		d->topo.kind = DEVICE_KIND_LOOP;
-	}
+	read_kind(d, has_dir ? dir : NULL);
 
 	d->topo.raid_level =
 	    has_dir && d->topo.kind == DEVICE_KIND_MD ? read_string_attr(dir, "md/level") : strdup("");

@@ -186,12 +186,34 @@ static void job_sync_fsync(struct job *j, struct slot *s)
 	job_complete(j, s, res, now_nsec(CLOCK_MONOTONIC));
 }
 
+/* The kernel refused the batch's I/O at `done` with n (-errno): the job
+ * fails with its reason, and the slot goes back, out of the batch. */
+static void submit_refused(struct job *j, unsigned done, int n)
+{
+	struct slot *s = j->batch[done];
+	char e[96];
+
+	j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
+	if (n == -EINVAL) {
+		job_fail(j, n,
+			 "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64 " may not suit the device",
+			 probe_op_to_string(s->op), s->offset, j->run->target,
+			 probefile_strerror(n, e, sizeof(e)), s->len);
+	} else {
+		job_fail(j, n, "submitting a %s to %s failed: %s", probe_op_to_string(s->op), j->run->target,
+			 probefile_strerror(n, e, sizeof(e)));
+	}
+	j->free_slots[j->n_free++] = s;
+	/* drop it from the batch and go on with the rest */
+	memmove(j->batch + done, j->batch + done + 1, (j->n_batch - done - 1) * sizeof(*j->batch));
+	j->n_batch--;
+}
+
 /* Submit the batch; what the kernel does not take stays in it (EAGAIN).
  * Returns the number submitted. */
 static unsigned job_submit(struct job *j)
 {
 	unsigned done = 0;
-	char e[96];
 	uint64_t t0, t;
 	int n;
 
@@ -228,26 +250,7 @@ static unsigned job_submit(struct job *j)
 		if (n == -EINTR) {
 			continue;
 		}
-		{
-			struct slot *s = j->batch[done];
-
-			j->op[s->op].errors[probe_error_reason_from_errno(n)]++;
-			if (n == -EINVAL) {
-				job_fail(j, n,
-					 "%s at offset %" PRIu64 " of %s refused: %s; bs=%" PRIu64
-					 " may not suit the device",
-					 probe_op_to_string(s->op), s->offset, j->run->target,
-					 probefile_strerror(n, e, sizeof(e)), s->len);
-			} else {
-				job_fail(j, n, "submitting a %s to %s failed: %s", probe_op_to_string(s->op),
-					 j->run->target, probefile_strerror(n, e, sizeof(e)));
-			}
-			j->free_slots[j->n_free++] = s;
-			/* drop it from the batch and go on with the rest */
-			memmove(j->batch + done, j->batch + done + 1,
-				(j->n_batch - done - 1) * sizeof(*j->batch));
-			j->n_batch--;
-		}
+		submit_refused(j, done, n);
 	}
 	memmove(j->batch, j->batch + done, (j->n_batch - done) * sizeof(*j->batch));
 	j->n_batch -= done;

@@ -158,20 +158,15 @@ static int write_layout(int fd, uint64_t size, uint64_t seed, probefile_stop_fn 
 	return 0;
 }
 
-/* Lay out a fresh file under a temporary name and rename it into place, so
- * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
- * fd of the new file. */
-static int layout(int idfd, const char *directory, const char *fname, const char *tmpname, uint64_t size,
-		  uint64_t reclaim, uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg,
-		  size_t msg_len)
+/* -ENOSPC, with a message, when the filesystem of idfd lacks room for a
+ * probe file of `size` bytes (counting the `reclaim` bytes an old one
+ * frees); 0 otherwise. */
+static int check_space(int idfd, const char *directory, uint64_t size, uint64_t reclaim, char *msg,
+		       size_t msg_len)
 {
-	_cleanup_close_ int fd = -1;
 	struct statvfs sv;
-	char e[96], what[512];
 	uint64_t avail;
-	int r;
 
-	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
 	/* (f_blocks 0: a filesystem that does not account space, like ramfs) */
 	if (fstatvfs(idfd, &sv) == 0 && sv.f_blocks > 0) {
 		avail = (uint64_t)sv.f_bavail * sv.f_frsize + reclaim;
@@ -183,6 +178,25 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 				   directory, size, avail);
 			return -ENOSPC;
 		}
+	}
+	return 0;
+}
+
+/* Lay out a fresh file under a temporary name and rename it into place, so
+ * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
+ * fd of the new file. */
+static int layout(int idfd, const char *directory, const char *fname, const char *tmpname, uint64_t size,
+		  uint64_t reclaim, uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg,
+		  size_t msg_len)
+{
+	_cleanup_close_ int fd = -1;
+	char e[96], what[512];
+	int r;
+
+	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
+	r = check_space(idfd, directory, size, reclaim, msg, msg_len);
+	if (r < 0) {
+		return r;
 	}
 	if (unlinkat(idfd, tmpname, 0) < 0 && errno != ENOENT) {
 		r = -errno;
@@ -232,6 +246,32 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 	return TAKE_FD(fd);
 }
 
+/* Why an existing probe file could not be opened (r: -errno, not
+ * -ENOENT), as a message; the error to report. */
+static int open_failed(int idfd, const char *directory, const char *fname, int r, char *msg, size_t msg_len)
+{
+	struct stat st;
+	char e[96];
+
+	if (r == -ELOOP) {
+		errstr_set(msg, msg_len, 0, "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it",
+			   directory, fname);
+	} else if (fstatat(idfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+		/* a FIFO or a device node refuses O_DIRECT */
+		errstr_set(msg, msg_len, 0,
+			   "%s/" PROBEFILE_DIR "/%s is not a regular file of iopsd's: refusing to use it",
+			   directory, fname);
+		return -EPERM;
+	} else if (r == -EINVAL) {
+		errstr_set(msg, msg_len, 0, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
+			   directory);
+	} else {
+		errstr_set(msg, msg_len, 0, "cannot open %s/" PROBEFILE_DIR "/%s: %s", directory, fname,
+			   probefile_strerror(r, e, sizeof(e)));
+	}
+	return r;
+}
+
 /* Open an existing probe file: a reusable fd (>= 0), -ENOENT when it must
  * be (re-)laid out (with *ret_reclaim the bytes the old one frees), or
  * another -errno with a message. */
@@ -254,25 +294,7 @@ static int open_existing(int idfd, const char *directory, const char *fname, uin
 		if (r == -ENOENT) {
 			return r;
 		}
-		if (r == -ELOOP) {
-			errstr_set(msg, msg_len, 0,
-				   "%s/" PROBEFILE_DIR "/%s is a symlink: refusing to use it", directory,
-				   fname);
-		} else if (fstatat(idfd, fname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-			/* a FIFO or a device node refuses O_DIRECT */
-			errstr_set(msg, msg_len, 0,
-				   "%s/" PROBEFILE_DIR
-				   "/%s is not a regular file of iopsd's: refusing to use it",
-				   directory, fname);
-			return -EPERM;
-		} else if (r == -EINVAL) {
-			errstr_set(msg, msg_len, 0, "O_DIRECT not supported by the filesystem at %s (EINVAL)",
-				   directory);
-		} else {
-			errstr_set(msg, msg_len, 0, "cannot open %s/" PROBEFILE_DIR "/%s: %s", directory,
-				   fname, probefile_strerror(r, e, sizeof(e)));
-		}
-		return r;
+		return open_failed(idfd, directory, fname, r, msg, msg_len);
 	}
 	if (fstat(fd, &st) < 0) {
 		return -errno;
