@@ -221,7 +221,8 @@ static json_t *held_by_json(const struct device_state *d)
 	json_t *a = json_array();
 	unsigned k = 0;
 
-	for (const char *p = d->topo.members; a && k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members;
+	     a && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
 		if (((d->ceiling.held_by_mask >> k) & 1) && json_array_append_new(a, str(member)) < 0) {
 			json_decref(a);
 			return NULL;
@@ -242,7 +243,8 @@ static json_t *md_json(const struct device_state *d)
 		return json_null();
 	}
 	failed = json_array();
-	for (const char *p = d->topo.members; failed && k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members;
+	     failed && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
 		if (((d->md.failed_mask >> k) & 1) && json_array_append_new(failed, str(member)) < 0) {
 			json_decref(failed);
 			return NULL;

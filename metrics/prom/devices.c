@@ -264,7 +264,8 @@ static void emit_held_by(struct prom_writer *w, const struct device_family *f, c
 	if (d->topo.kind != DEVICE_KIND_MD && d->topo.kind != DEVICE_KIND_DM) {
 		return;
 	}
-	for (const char *p = d->topo.members; k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
+	     k++) {
 		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
 
 		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->ceiling.held_by_mask >> k) & 1 ? 1 : 0);
@@ -289,7 +290,8 @@ static void emit_member_failed(struct prom_writer *w, const struct device_family
 	if (!d->md.is_known) {
 		return;
 	}
-	for (const char *p = d->topo.members; k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
+	     k++) {
 		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
 
 		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->md.failed_mask >> k) & 1 ? 1 : 0);

@@ -66,7 +66,7 @@ int md_health_read(const char *sysfs, const char *name, const char *members, str
 		return 0;
 	}
 	h.is_known = true;
-	for (const char *p = members; k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
 		/* md names the member directory after the kernel's name (dev-sdb) */
 		for (char *c = member; *c; c++) {
 			if (*c == '/') {
