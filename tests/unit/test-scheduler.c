@@ -100,8 +100,8 @@ static void make_fixture(void)
 	assert_int_equal(mkdir(fixture_proc, 0755), 0);
 	assert_int_equal(mkdir(path, 0755), 0);
 	assert_int_equal(mkdir(fixture_sys, 0755), 0);
-	snprintf(line, sizeof(line), "%4u %7u scratchdisk 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", major(st.st_dev),
-		 minor(st.st_dev));
+	snprintf(line, sizeof(line), "%4u %7u scratchdisk 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 major(st.st_dev), minor(st.st_dev));
 	snprintf(path, sizeof(path), "%s/diskstats", fixture_proc);
 	write_text(path, major(st.st_dev) != 0 ? line : "");
 	/* no mount is visible, as in a chroot */
