@@ -553,27 +553,13 @@ static bool set_probe_special(struct parser *p, const struct config_key *k, stru
 static bool valid_listen_address(struct parser *p, const char *key, const char *value)
 {
 	struct netaddr_list l;
-	char bad[128];
-	int r;
+	char err[NETADDR_HOST_MAX + 64];
 
-	r = netaddr_parse_list(value, &l, bad, sizeof(bad));
-	if (r == -E2BIG) {
-		add_error(p, p->line, "invalid value for %s: more than %d addresses", key, NETADDR_LIST_MAX);
-	} else if (r == -ENOENT) {
-		add_error(p, p->line, "invalid value '' for %s: expected HOST:PORT, [IPV6]:PORT or :PORT",
-			  key);
-	} else if (r < 0 && bad[0] == '\0') {
-		add_error(p, p->line, "invalid value '%s' for %s: an empty address between commas", value,
-			  key);
-	} else if (r < 0 && strcmp(bad, value) == 0) {
-		add_error(p, p->line, "invalid value '%s' for %s: expected HOST:PORT, [IPV6]:PORT or :PORT",
-			  value, key);
-	} else if (r < 0) {
-		add_error(p, p->line,
-			  "invalid value '%s' for %s: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT", value,
-			  key, bad);
+	if (netaddr_parse_list_explain(value, &l, err, sizeof(err)) < 0) {
+		add_error(p, p->line, "invalid value '%s' for %s: %s", value, key, err);
+		return false;
 	}
-	return r == 0;
+	return true;
 }
 
 static bool set_listen_address(struct parser *p, struct config *c, const char *key, const char *value)

@@ -66,20 +66,13 @@ static bool valid_regex(const char *flag, const char *value)
 static bool valid_listen_address(const char *value)
 {
 	struct netaddr_list l;
-	char bad[128];
-	int r;
+	char err[NETADDR_HOST_MAX + 64];
 
-	r = netaddr_parse_list(value, &l, bad, sizeof(bad));
-	if (r == -E2BIG) {
-		log_error("--web.listen-address: more than %d addresses in '%s'", NETADDR_LIST_MAX, value);
-	} else if (r == -ENOENT) {
-		log_error("--web.listen-address: no address given");
-	} else if (r < 0 && bad[0] == '\0') {
-		log_error("--web.listen-address: an empty address in '%s'", value);
-	} else if (r < 0) {
-		log_error("--web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT", bad);
+	if (netaddr_parse_list_explain(value, &l, err, sizeof(err)) < 0) {
+		log_error("--web.listen-address: %s", err);
+		return false;
 	}
-	return r == 0;
+	return true;
 }
 
 static const struct option options[] = {
