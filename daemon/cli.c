@@ -91,14 +91,34 @@ static const struct option options[] = {
     {},
 };
 
+/* The field of an option whose value is stored as given; NULL for others. */
+static const char **plain_option(int c, struct cli_args *a)
+{
+	switch (c) {
+	case ARG_CONFIG:
+		return &a->config_path;
+	case ARG_WEB_CONFIG:
+		return &a->web_config_file;
+	case ARG_PROCFS:
+		return &a->procfs;
+	case ARG_SYSFS:
+		return &a->sysfs;
+	default:
+		return NULL;
+	}
+}
+
 /* Check and store one option of getopt_long(); CLI_RUN to go on, anything
  * else ends the parse (help or version printed, or a usage error). */
 static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 {
+	const char **plain = plain_option(c, a);
+
+	if (plain) {
+		*plain = optarg;
+		return CLI_RUN;
+	}
 	switch (c) {
-	case ARG_CONFIG:
-		a->config_path = optarg;
-		break;
 	case ARG_CHECK_CONFIG:
 		a->check_config = true;
 		break;
@@ -110,15 +130,6 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 			return CLI_EXIT_USAGE;
 		}
 		a->listen_address = optarg;
-		break;
-	case ARG_WEB_CONFIG:
-		a->web_config_file = optarg;
-		break;
-	case ARG_PROCFS:
-		a->procfs = optarg;
-		break;
-	case ARG_SYSFS:
-		a->sysfs = optarg;
 		break;
 	case ARG_DEV_INCLUDE:
 		if (!valid_regex("--collector.diskstats.device-include", optarg)) {
