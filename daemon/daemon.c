@@ -24,9 +24,9 @@
 #include "sampler.h"
 #include "history.h"
 #include "http.h"
+#include "listen.h"
 #include "log.h"
 #include "macro.h"
-#include "netaddr.h"
 #include "probe.h"
 #include "registry.h"
 #include "scheduler.h"
@@ -115,26 +115,8 @@ static void check_probe_directory(const struct config *cfg, const struct probe_c
 
 int daemon_check_start(const struct config *cfg)
 {
-	struct netaddr_list l;
-	int r;
+	int r = listen_check(cfg);
 
-	/* the config's own check already parsed them with the same parser */
-	r = netaddr_parse_list(cfg->listen_address, &l, NULL, 0);
-	if (r < 0) {
-		return log_error_errno(-EINVAL, "Listen address '%s' is not HOST:PORT, [IPV6]:PORT or :PORT.",
-				       cfg->listen_address);
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		char address[NETADDR_HOST_MAX + 16];
-
-		if (netaddr_to_sockaddr(&l.items[i], &ss, &len) < 0) {
-			netaddr_format(&l.items[i], address, sizeof(address));
-			r = log_error_errno(-EINVAL, "%s: listen address '%s': cannot resolve the host name.",
-					    cfg->path, address);
-		}
-	}
 	for (size_t i = 0; i < cfg->n_probes; i++) {
 		check_probe_directory(cfg, &cfg->probes[i]);
 	}
@@ -597,17 +579,38 @@ static int daemon_setup_probes(struct daemon *d)
 }
 
 /* The first snapshot, then HTTP: it serves what the modules above publish,
- * and is bound before READY=1. http_server_new() logs its own errors;
- * -EINVAL is a configuration error (web config, listen address). */
+ * and is bound before READY=1. -EINVAL is a configuration error (web
+ * config, listen address). */
 static int daemon_setup_http(struct daemon *d)
 {
+	struct listen_sockets ls;
+	char err[512];
 	int r;
 
 	r = daemon_publish_now(d);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to publish the first snapshot: %m");
 	}
-	return http_server_new(d->cfg, d->registry, d->event, &d->http);
+	r = http_server_new(d->cfg, d->registry, d->event, err, sizeof(err), &d->http);
+	if (r < 0) {
+		return log_error_errno(r, "%s", err);
+	}
+	r = listen_open(d->cfg->listen_address, &ls);
+	if (r < 0) {
+		return r;
+	}
+	r = http_server_start(d->http, ls.fds, ls.n, err, sizeof(err));
+	if (r < 0) {
+		return log_error_errno(r, "%s", err);
+	}
+	if (ls.is_activated) {
+		log_info("Serving HTTP%s on %zu socket-activated socket(s).",
+			 http_server_has_tls(d->http) ? "S" : "", ls.n);
+	} else {
+		log_info("Serving HTTP%s on %s.", http_server_has_tls(d->http) ? "S" : "",
+			 d->cfg->listen_address);
+	}
+	return 0;
 }
 
 static int (*const setup_steps[])(struct daemon *d) = {
