@@ -297,7 +297,7 @@ static json_t *device_json(const struct device_state *d)
 	    counters_json(&d->raw));
 }
 
-/* Ceilings shared by several devices (probes/shared_ceiling.h). */
+/* Ceilings shared by several devices (probes/detect/shared_ceiling.h). */
 static json_t *shared_json(const struct sampler_snapshot *ss)
 {
 	json_t *a = json_array();

@@ -113,8 +113,8 @@ bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct cei
 bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s);
 double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s);
 
-/* Per-device states kept across samples, keyed by device name (the sampler
- * owns one). A device not updated during a sample is forgotten at
+/* Per-device states kept across samples, keyed by device name (the
+ * detection stage owns one, detect.h). A device not updated during a sample is forgotten at
  * ceiling_set_end_sample(). */
 struct ceiling_set;
 

@@ -51,7 +51,7 @@ struct device_topology {
 				 * its disk's), "" otherwise */
 };
 
-/* Ceiling and limit state of a device (filled by the ceiling module). */
+/* Ceiling and limit state of a device (filled by the detection stage, probes/detect/). */
 struct device_ceiling {
 	uint64_t iops_limit;	   /* declared, 0 = none */
 	uint64_t throughput_limit; /* declared bytes/s, 0 = none */
