@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "refcount.h"
 #include "strutil.h"
+#include "sysfs.h"
 #include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
@@ -228,56 +229,6 @@ int mountinfo_parse(const char *buf, struct mountinfo_entry **ret)
 	return (int)n;
 }
 
-static int read_attr(const char *base, const char *attr, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", base, attr) >= sizeof(path)) {
-		return -ENAMETOOLONG;
-	}
-	return read_one_line(path, buf, len);
-}
-
-static int read_u64_attr(const char *base, const char *attr, uint64_t *ret)
-{
-	char buf[32];
-	int r;
-
-	r = read_attr(base, attr, buf, sizeof(buf));
-	return r < 0 ? r : parse_uint64(buf, ret);
-}
-
-static bool has_attr(const char *base, const char *attr)
-{
-	char path[PATH_MAX];
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", base, attr) >= sizeof(path)) {
-		return false;
-	}
-	return access(path, F_OK) == 0;
-}
-
-static char *read_string_attr(const char *base, const char *attr)
-{
-	char buf[PATH_MAX];
-
-	if (read_attr(base, attr, buf, sizeof(buf)) < 0) {
-		buf[0] = '\0';
-	}
-	return strdup(buf);
-}
-
-/* sysfs spells a '/' in a block device name as '!' (cciss!c0d0). */
-static void name_to_sysfs(const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", name);
-	for (char *p = buf; *p; p++) {
-		if (*p == '/') {
-			*p = '!';
-		}
-	}
-}
-
 static void name_from_sysfs(char *name)
 {
 	for (char *p = name; *p; p++) {
@@ -285,25 +236,6 @@ static void name_from_sysfs(char *name)
 			*p = '/';
 		}
 	}
-}
-
-/* The sysfs directory of a device: SYSFS/class/block/NAME (every disk and
- * partition), else SYSFS/block/NAME (disks only). */
-static int device_sysfs_dir(const char *sysfs, const char *name, char *buf, size_t len)
-{
-	char sname[DISKSTATS_NAME_MAX];
-
-	name_to_sysfs(name, sname, sizeof(sname));
-	if ((size_t)snprintf(buf, len, "%s/class/block/%s", sysfs, sname) >= len) {
-		return -ENAMETOOLONG;
-	}
-	if (access(buf, F_OK) == 0) {
-		return 0;
-	}
-	if ((size_t)snprintf(buf, len, "%s/block/%s", sysfs, sname) >= len) {
-		return -ENAMETOOLONG;
-	}
-	return access(buf, F_OK) == 0 ? 0 : -ENOENT;
 }
 
 /* The whole disk of a partition: the directory that contains it once the
@@ -405,8 +337,8 @@ static char *read_volume_id(const char *dir)
 	char serial[128], id[EBS_NVME_VOLUME_ID_MAX] = "";
 
 	if (dir &&
-	    (read_attr(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
-	     read_attr(dir, "serial", serial, sizeof(serial)) >= 0) &&
+	    (sysfs_attr_read(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
+	     sysfs_attr_read(dir, "serial", serial, sizeof(serial)) >= 0) &&
 	    ebs_nvme_is_volume_serial(serial)) {
 		ebs_nvme_volume_id_from_serial(serial, id);
 	}
@@ -418,12 +350,12 @@ static char *read_volume_id(const char *dir)
 static void read_kind(struct topology_device *d, const char *dir)
 {
 	d->topo.kind = DEVICE_KIND_DISK;
-	if (dir && has_attr(dir, "partition")) {
+	if (dir && sysfs_attr_exists(dir, "partition")) {
 		d->topo.kind = DEVICE_KIND_PARTITION;
 		partition_parent(dir, d->topo.parent, sizeof(d->topo.parent));
-	} else if ((dir && has_attr(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
+	} else if ((dir && sysfs_attr_exists(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
 		d->topo.kind = DEVICE_KIND_MD;
-	} else if ((dir && has_attr(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
+	} else if ((dir && sysfs_attr_exists(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
 		d->topo.kind = DEVICE_KIND_DM;
 	} else if (d->major == 7 || has_prefix_number(d->name, "loop")) {
 		d->topo.kind = DEVICE_KIND_LOOP;
@@ -439,20 +371,20 @@ static int read_device(const char *sysfs, struct topology_device *d)
 	bool has_dir;
 	int r;
 
-	has_dir = device_sysfs_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
+	has_dir = sysfs_block_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
 	read_kind(d, has_dir ? dir : NULL);
 
 	d->topo.raid_level =
-	    has_dir && d->topo.kind == DEVICE_KIND_MD ? read_string_attr(dir, "md/level") : strdup("");
+	    has_dir && d->topo.kind == DEVICE_KIND_MD ? sysfs_attr_strdup(dir, "md/level") : strdup("");
 	d->topo.dm_name =
-	    has_dir && d->topo.kind == DEVICE_KIND_DM ? read_string_attr(dir, "dm/name") : strdup("");
+	    has_dir && d->topo.kind == DEVICE_KIND_DM ? sysfs_attr_strdup(dir, "dm/name") : strdup("");
 	d->backing_file = has_dir && d->topo.kind == DEVICE_KIND_LOOP
-			      ? read_string_attr(dir, "loop/backing_file")
+			      ? sysfs_attr_strdup(dir, "loop/backing_file")
 			      : strdup("");
 	if (!d->topo.raid_level || !d->topo.dm_name || !d->backing_file) {
 		return -ENOMEM;
 	}
-	if (has_dir && read_u64_attr(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
+	if (has_dir && sysfs_attr_u64(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
 		d->topo.size_bytes = v * 512;
 	}
 	d->is_unused_loop =
@@ -472,17 +404,17 @@ static int read_device(const char *sysfs, struct topology_device *d)
 
 	/* queue/ and device/ belong to the whole disk */
 	if (d->topo.kind == DEVICE_KIND_PARTITION && d->topo.parent[0] != '\0') {
-		has_dir = device_sysfs_dir(sysfs, d->topo.parent, qdir, sizeof(qdir)) == 0;
+		has_dir = sysfs_block_dir(sysfs, d->topo.parent, qdir, sizeof(qdir)) == 0;
 	} else {
 		snprintf(qdir, sizeof(qdir), "%s", dir);
 	}
-	if (has_dir && read_u64_attr(qdir, "queue/logical_block_size", &v) >= 0 && v <= UINT32_MAX) {
+	if (has_dir && sysfs_attr_u64(qdir, "queue/logical_block_size", &v) >= 0 && v <= UINT32_MAX) {
 		d->topo.logical_block_size = (unsigned)v;
 	}
-	if (has_dir && read_u64_attr(qdir, "queue/rotational", &v) >= 0) {
+	if (has_dir && sysfs_attr_u64(qdir, "queue/rotational", &v) >= 0) {
 		d->topo.is_rotational = v != 0;
 	}
-	d->topo.model = has_dir ? read_string_attr(qdir, "device/model") : strdup("");
+	d->topo.model = has_dir ? sysfs_attr_strdup(qdir, "device/model") : strdup("");
 	d->topo.volume_id = read_volume_id(has_dir ? qdir : NULL);
 	if (!d->topo.model || !d->topo.volume_id) {
 		return -ENOMEM;
