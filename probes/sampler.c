@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "ceiling.h"
@@ -165,7 +166,30 @@ static bool device_is_kept(const struct sampler *s, const struct topology_device
 	return td->topo.kind != DEVICE_KIND_PARTITION;
 }
 
-/* The device a path names, resolving symlinks when the path exists here. */
+/* The device the kernel says holds an existing absolute path: a device
+ * node's st_rdev, else the filesystem's st_dev, which /sys/dev/block/MAJ:MIN
+ * names for every block-backed filesystem, whether or not mountinfo shows
+ * the mount (a chroot, some containers). NULL for an anonymous device
+ * (tmpfs, overlayfs, NFS, a btrfs subvolume), a path that does not exist,
+ * or a device the topology does not hold. */
+static const struct topology_device *device_for_stat(const struct topology *t, const char *target)
+{
+	struct stat st;
+	dev_t dev;
+
+	if (target[0] != '/' || stat(target, &st) < 0) {
+		return NULL;
+	}
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	if (major(dev) == 0) {
+		return NULL;
+	}
+	return topology_find_devnum(t, major(dev), minor(dev));
+}
+
+/* The device a path names: by stat() first, then by mountinfo (resolving
+ * symlinks when the path exists here) for anonymous devices and paths that
+ * do not exist yet. */
 static const struct topology_device *device_for_target(const struct topology *t, const char *target)
 {
 	char resolved[PATH_MAX];
@@ -173,6 +197,10 @@ static const struct topology_device *device_for_target(const struct topology *t,
 
 	if (!target || !t) {
 		return NULL;
+	}
+	d = device_for_stat(t, target);
+	if (d) {
+		return d;
 	}
 	if (realpath(target, resolved)) {
 		d = topology_device_for_path(t, resolved);
@@ -911,6 +939,7 @@ int sampler_target_device(struct sampler *s, const char *target, char *ret_name,
 {
 	const struct topology_device *d = device_for_target(s->topo, target);
 	const struct mountinfo_entry *m;
+	struct stat st;
 
 	if (d) {
 		const struct topology_device *disk = d->parent != SIZE_MAX ? &s->topo->devices[d->parent] : d;
@@ -920,7 +949,13 @@ int sampler_target_device(struct sampler *s, const char *target, char *ret_name,
 		return 0;
 	}
 	/* a filesystem that no block device will ever hold (anonymous major
-	 * 0: tmpfs, overlayfs): its runs are serialised on the filesystem */
+	 * 0: tmpfs, overlayfs): its runs are serialised on the filesystem,
+	 * known by stat() even where mountinfo does not show it (a chroot) */
+	if (target && target[0] == '/' && stat(target, &st) == 0 && major(st.st_dev) == 0) {
+		ret_name[0] = '\0';
+		*ret_disk = st.st_dev;
+		return 0;
+	}
 	m = mount_for_target(s->topo, target);
 	if (!m || m->major != 0) {
 		return -ENODEV;

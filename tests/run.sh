@@ -1,8 +1,23 @@
 #!/bin/bash
 # Install what the tests need, build (normal and sanitizer builds), run every
 # suite. Under CI=true an integration test that skips is a failure.
+#
+# --short: only the steps that depend on what is installed (install-deps.sh
+# --tests, both builds, the unit suites, test-live-page and the package
+# build), as tests/fresh/run-in-chroot.sh --short runs them on a fresh
+# Debian. The full run ends with that short run in a new chroot (skipped
+# when this run is in one already).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+short=false
+case "${1:-}" in
+"") ;;
+--short) short=true ;;
+*)
+	echo "usage: tests/run.sh [--short]" >&2
+	exit 2
+	;;
+esac
 
 ./contrib/install-deps.sh --tests
 
@@ -68,9 +83,17 @@ check_skips build
 echo "== unit (sanitizer build)"
 meson test -C build-asan --suite unit --print-errorlogs || status=1
 check_skips build-asan
+
+if $short; then
+	echo "== integration: live-page only (sanitizer build; --short)"
+	meson test -C build-asan live-page --print-errorlogs --no-rebuild || status=1
+	echo "== package (dpkg-buildpackage -b from a copy of the tree, into build-deb/)"
+	tests/vm/build-deb build-deb >/dev/null || status=1
+	exit $status
+fi
+
 echo "== integration (sanitizer build)"
 meson test -C build-asan --suite integration --print-errorlogs --no-rebuild || status=1
-
 check_skips build-asan
 
 echo "== package (dpkg-buildpackage -b from a copy of the tree, into build-deb/)"
@@ -91,6 +114,15 @@ if [ -f tests/fuzz/meson.build ] && command -v clang >/dev/null; then
 		echo "fuzz: the clang build failed (its output is above)" >&2
 		status=1
 	fi
+fi
+
+# The steps that depend on what is installed, on a fresh Debian: what this
+# machine has installed before cannot hide a missing install step.
+if [ "${IOPSD_FRESH_CHROOT:-}" = "1" ]; then
+	echo "== fresh chroot: skipped, this run is in one"
+else
+	echo "== fresh chroot (tests/fresh/run-in-chroot.sh --short: a new mmdebstrap chroot, the tree without .git)"
+	tests/fresh/run-in-chroot.sh --short || status=1
 fi
 
 exit $status

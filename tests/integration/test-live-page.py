@@ -8,12 +8,14 @@ by fetching only the new seconds, switch windows, be keyboard navigable,
 keep text contrast and fit a phone's width. Screenshots (desktop and phone)
 are saved as test artifacts."""
 import gzip
+import json
 import os
 import re
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from chromium import Chromium, find_chromium  # noqa: E402
@@ -148,6 +150,66 @@ window.iopsdTestInspect = (pixels) => {
 };
 """
 INSPECT = "iopsdTestInspect(false)"
+
+# The layout must not depend on font metrics: at a phone's width the page
+# fits with each of Debian's common fonts forced on every element, the
+# widest (a monospace) included. fonts-liberation, fonts-dejavu-core,
+# fonts-noto-core and fonts-noto-mono are in contrib/install-deps.sh --tests;
+# a family that fontconfig does not have is a failure, not a skip.
+PHONE_FONTS = ["Liberation Sans", "Liberation Serif", "Liberation Mono", "DejaVu Sans", "DejaVu Serif",
+               "DejaVu Sans Mono", "Noto Sans", "Noto Serif", "Noto Sans Mono"]
+
+FORCE_FONT = r"""
+(() => {
+  /* CSSOM on the page's own stylesheet: the CSP refuses inline styles */
+  const sheet = document.styleSheets[0];
+  if (window.iopsdTestFontRule !== undefined) {
+    sheet.deleteRule(window.iopsdTestFontRule);
+    delete window.iopsdTestFontRule;
+  }
+  if (%s) {
+    window.iopsdTestFontRule = sheet.insertRule('*, *::before, *::after { font-family: ' +
+      JSON.stringify(%s) + ' !important; }', sheet.cssRules.length);
+  }
+  window.dispatchEvent(new Event('resize'));
+  return true;
+})()"""
+
+# The widest element that overflows the viewport, to name in a failure.
+OVERFLOW = r"""
+(() => {
+  const w = document.documentElement.clientWidth;
+  let worst = null;
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 0.5 && (!worst || r.right > worst.right)) {
+      worst = {right: Math.round(r.right), tag: e.tagName.toLowerCase(), cls: e.className && String(e.className),
+               text: (e.textContent || '').trim().slice(0, 60)};
+    }
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, clientWidth: w, worst: worst};
+})()"""
+
+
+def installed_font_families():
+    out = subprocess.run(["fc-list", ":", "family"], stdout=subprocess.PIPE, check=True).stdout.decode()
+    return {f.strip() for line in out.splitlines() for f in line.split(",")}
+
+
+def check_fits_with_any_font(browser, session):
+    """Nothing wider than the phone, whichever of the common fonts renders."""
+    have = installed_font_families()
+    missing = [f for f in PHONE_FONTS if f not in have]
+    assert not missing, f"fonts missing (contrib/install-deps.sh --tests installs them): {missing}"
+    try:
+        for family in PHONE_FONTS:
+            browser.evaluate(session, FORCE_FONT % ("true", json.dumps(family)))
+            time.sleep(0.3)  # a resize redraws the charts on the next frame
+            r = browser.evaluate(session, OVERFLOW)
+            assert r["scrollWidth"] <= r["clientWidth"], \
+                f"with {family}: wider than a phone: {r['scrollWidth']} > {r['clientWidth']}; widest: {r['worst']}"
+    finally:
+        browser.evaluate(session, FORCE_FONT % ("false", "''"))
 
 # WCAG contrast of the text that carries numbers and labels.
 CONTRAST = r"""
@@ -398,6 +460,7 @@ def main():
             return r.devices.length === 2 && r.devices.every((d) => d.drawn === 4) ? r : null; }})()""",
                              timeout=20, what="the page at phone width")
         assert r["scrollWidth"] <= r["clientWidth"], f"wider than a phone: {r['scrollWidth']} > {r['clientWidth']}"
+        check_fits_with_any_font(browser, phone)
         browser.screenshot(phone, os.path.join(out, "live-page-phone.png"))
         problems = browser.problems(session) + browser.problems(phone)
         assert not problems, "\n".join(problems)

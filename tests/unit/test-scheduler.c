@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,10 +46,16 @@ struct harness {
 
 static char scratch[64];
 
+static void make_fixture(void);
+
 static int setup(void **state)
 {
 	snprintf(scratch, sizeof(scratch), "./scheduler-test-XXXXXX");
-	return mkdtemp(scratch) ? 0 : -1;
+	if (!mkdtemp(scratch)) {
+		return -1;
+	}
+	make_fixture();
+	return 0;
 }
 
 static int teardown(void **state)
@@ -64,22 +71,88 @@ static uint64_t mono_msec(void)
 	return now_nsec(CLOCK_MONOTONIC) / NSEC_PER_MSEC;
 }
 
-/* The probes' devices, from one sample of the real /proc and /sys, as the
- * daemon resolves them before it starts the scheduler. */
+/* A fixture procfs and sysfs that hold the scratch directory's device as
+ * the kernel names it (stat()'s st_dev), and no mount at all: what a daemon
+ * in a chroot sees, where mountinfo does not show the root. Nothing of the
+ * host's /proc or /sys is read. */
+static char fixture_proc[PATH_MAX], fixture_sys[PATH_MAX];
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void make_fixture(void)
+{
+	char path[PATH_MAX + 64], line[256];
+	struct stat st;
+
+	assert_int_equal(stat(scratch, &st), 0);
+	snprintf(fixture_proc, sizeof(fixture_proc), "%s/proc", scratch);
+	snprintf(fixture_sys, sizeof(fixture_sys), "%s/sys", scratch);
+	snprintf(path, sizeof(path), "%s/self", fixture_proc);
+	assert_int_equal(mkdir(fixture_proc, 0755), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(mkdir(fixture_sys, 0755), 0);
+	snprintf(line, sizeof(line), "%4u %7u scratchdisk 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 major(st.st_dev), minor(st.st_dev));
+	snprintf(path, sizeof(path), "%s/diskstats", fixture_proc);
+	write_text(path, major(st.st_dev) != 0 ? line : "");
+	/* no mount is visible, as in a chroot */
+	snprintf(path, sizeof(path), "%s/self/mountinfo", fixture_proc);
+	write_text(path, "");
+	/* 4096 suits O_DIRECT whatever the scratch device's sector */
+	snprintf(path, sizeof(path), "%s/dev", fixture_sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/dev/block", fixture_sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u", fixture_sys, major(st.st_dev), minor(st.st_dev));
+	assert_int_equal(mkdir(path, 0755), 0);
+	strncat(path, "/queue", sizeof(path) - strlen(path) - 1);
+	assert_int_equal(mkdir(path, 0755), 0);
+	strncat(path, "/logical_block_size", sizeof(path) - strlen(path) - 1);
+	write_text(path, "4096\n");
+}
+
+/* The probes' devices, from one sample of the fixture, as the daemon
+ * resolves them before it starts the scheduler: by st_dev, with no mount
+ * in mountinfo. */
 static void resolve_devices(struct harness *h)
 {
 	struct sampler *sampler = NULL;
 	struct sampler_snapshot *snap = NULL;
+	struct stat st;
 
-	assert_int_equal(sampler_new("/proc", "/sys", h->cfg, &sampler), 0);
+	assert_int_equal(stat(scratch, &st), 0);
+	assert_int_equal(sampler_new(fixture_proc, fixture_sys, h->cfg, &sampler), 0);
 	assert_int_equal(sampler_sample(sampler, &snap), 0);
 	registry_resolve_probe_devices(h->registry, sampler);
 	for (size_t i = 0; i < h->cfg->n_probes; i++) {
 		struct probe_identity *id = registry_probe_identity(h->registry, h->cfg->probes[i].name);
+		char device[DISKSTATS_NAME_MAX] = "";
+		dev_t disk = 0;
+		struct stat st_dir;
 
 		assert_non_null(id);
-		/* every path is on some mount, with or without a device */
-		assert_true(probe_identity_device(id, NULL, NULL));
+		if (stat(h->cfg->probes[i].directory, &st_dir) < 0) {
+			/* a directory that does not exist is on no device */
+			assert_false(probe_identity_device(id, device, &disk));
+			probe_identity_unref(id);
+			continue;
+		}
+		/* placed although no mount shows the path: on the fixture's
+		 * disk by st_dev, or, on an anonymous filesystem, on st_dev */
+		assert_true(probe_identity_device(id, device, &disk));
+		if (major(st.st_dev) != 0) {
+			assert_string_equal(device, "scratchdisk");
+		} else {
+			assert_string_equal(device, "");
+		}
+		assert_true(disk == st.st_dev);
 		probe_identity_unref(id);
 	}
 	sampler_snapshot_unref(snap);
@@ -108,7 +181,7 @@ static void harness_start(struct harness *h, const char *text)
 	resolve_devices(h);
 	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(h->wake_fd >= 0);
-	assert_int_equal(scheduler_new(h->registry, h->wake_fd, "/sys", &h->sched), 0);
+	assert_int_equal(scheduler_new(h->registry, h->wake_fd, fixture_sys, &h->sched), 0);
 }
 
 /* Collect every run reported during `msec`, as the main loop would. */

@@ -1,0 +1,7 @@
+#!/bin/bash
+# The README's test command on a fresh Debian 12: a new mmdebstrap chroot,
+# the tree copied in without .git (as from a tarball), CI=true
+# ./tests/run.sh inside. --short runs only the steps that depend on what is
+# installed (tests/run.sh --short). Needs root. See freshchroot.py.
+set -euo pipefail
+exec python3 "$(dirname "$0")/freshchroot.py" "$@"
