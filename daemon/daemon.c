@@ -371,6 +371,7 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	if (r >= 0) {
 		identities_clear(&d->ids);
 		d->ids = ids;
+		sampler_set_identities(d->sampler, d->ids.ids, d->ids.n);
 		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
 	}
 	if (r < 0) {
@@ -520,6 +521,7 @@ static int daemon_setup_sampling(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
+	sampler_set_identities(d->sampler, d->ids.ids, d->ids.n);
 	r = detect_new(d->cfg, &d->detect);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");

@@ -148,6 +148,11 @@ static struct disk_group *claim_disk(struct sched_probe *p, bool *ret_stopping)
 	dev_t disk = 0;
 
 	*ret_stopping = false;
+	if (!probe_identity_device(p->id, NULL, NULL)) {
+		/* not placed by the mount table: by a stat() here, on this
+		 * probe's thread (the main loop makes no filesystem call) */
+		targets_resolve_identity(p->id);
+	}
 	if (p->pc->allow_overlap || !probe_identity_device(p->id, NULL, &disk) || disk == 0) {
 		return NULL;
 	}
@@ -223,6 +228,9 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	if (res->success && p->directory_dev == 0) {
 		p->directory_dev = res->directory_dev;
 	}
+	/* where the target is, found on this thread: the main loop places the
+	 * probe from it without a filesystem call of its own */
+	probe_identity_set_target_dev(p->id, res->target_dev);
 	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
 		p->stuck = run;
 	} else {
@@ -269,6 +277,22 @@ static uint64_t next_slot(uint64_t planned, uint64_t interval, uint64_t now)
 	return planned;
 }
 
+/* Run once and hand the result on: the done callback, the main loop's
+ * wakeup, the log. */
+static void run_and_report(struct sched_probe *p, struct probe_result *res)
+{
+	struct scheduler *s = p->s;
+
+	if (!run_once(p, res)) {
+		return;
+	}
+	s->done(s->done_userdata, p->id, res);
+	if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
+		log_debug_errno(errno, "Failed to wake the main loop: %m");
+	}
+	log_result(p, res);
+}
+
 static void *probe_thread(void *userdata)
 {
 	struct sched_probe *p = userdata;
@@ -313,13 +337,7 @@ static void *probe_thread(void *userdata)
 			pthread_mutex_lock(&s->lock);
 			break;
 		}
-		if (run_once(p, res)) {
-			s->done(s->done_userdata, p->id, res);
-			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
-				log_debug_errno(errno, "Failed to wake the main loop: %m");
-			}
-			log_result(p, res);
-		}
+		run_and_report(p, res);
 		release_disk(s, g);
 
 		/* keep the cadence of the plan; skip slots a long run missed */

@@ -3,6 +3,7 @@
  * methods, bodies and query parameters checked before a handler runs. */
 #include "routes.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -463,34 +464,66 @@ static const struct route routes[] = {
 /* The live page and every asset in webpage.h's table. */
 static const struct route page_route = {NULL, handle_page, false, NULL};
 
-static bool authorized(struct request *q)
+/* The client's address without its port, the key of its failed logins. */
+static void client_key(struct MHD_Connection *c, char *buf, size_t len)
 {
-	char *password = NULL, *user;
-	bool ok;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+			  (socklen_t)len);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+			  (socklen_t)len);
+	}
+}
+
+static enum web_auth authorize(struct request *q)
+{
+	char *password = NULL, *user, client[INET6_ADDRSTRLEN];
+	enum web_auth a = WEB_AUTH_DENIED;
 
 	if (!web_config_requires_auth(q->ctx->web)) {
-		return true;
+		return WEB_AUTH_OK;
 	}
 	user = MHD_basic_auth_get_username_password(q->c, &password);
-	ok = user && password && web_config_check_basic_auth(q->ctx->web, user, password);
+	if (user && password) {
+		client_key(q->c, client, sizeof(client));
+		a = web_config_check_basic_auth(q->ctx->web, client, user, password);
+	}
 	if (password) {
 		explicit_bzero(password, strlen(password));
 	}
 	MHD_free(user);
 	MHD_free(password);
-	return ok;
+	return a;
 }
 
-static enum MHD_Result respond_unauthorized(struct request *q)
+/* 401, and the connection closed after it: a client must not try one
+ * password after another on one keep-alive connection. 429 with
+ * Retry-After when the bcrypt checks are busy or the address failed too
+ * often (web_config_check_basic_auth). */
+static enum MHD_Result respond_unauthorized(struct request *q, enum web_auth a)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result r;
 
+	if (a == WEB_AUTH_LIMITED) {
+		resp = json_response(q, json_pack("{s:s}", "error", "too many failed logins: retry later"));
+		if (resp) {
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "10");
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+		}
+		return queue(q, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+	}
 	resp = json_response(q, json_pack("{s:s}", "error", "authentication required"));
 	if (!resp) {
 		return MHD_NO;
 	}
 	add_common_headers(q, resp);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_basic_auth_fail_response(q->c, AUTH_REALM, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -507,13 +540,15 @@ bool http_request_has_body(struct MHD_Connection *c)
 static enum MHD_Result dispatch(struct request *q, const char *url, const char *method)
 {
 	const struct route *route = NULL;
+	enum web_auth auth;
 	const char *ae;
 
 	ae = MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	q->gzip_ok = http_accepts_gzip(ae);
 
-	if (!authorized(q)) {
-		return respond_unauthorized(q);
+	auth = authorize(q);
+	if (auth != WEB_AUTH_OK) {
+		return respond_unauthorized(q, auth);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
 		if (strcmp(url, routes[i].path) == 0) {
