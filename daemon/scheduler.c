@@ -38,12 +38,19 @@ struct sched_probe {
 	uint64_t n_failed;   /* failed runs since the last success */
 };
 
-/* How a failing probe stood when the scheduler stopped for a reload, so
- * that the same fault is not logged again by the next generation. */
+/* How a probe stood when the scheduler stopped for a reload, handed to the
+ * next generation's probe of the same name and target: its failure (so
+ * that the same fault is not logged again), the filesystem its directory
+ * is pinned to, and a stuck run (so that a reload does not start another
+ * run on a device that has not answered the last one). */
 struct failure_carry {
 	char *name;
+	char *target;
+	bool was_failing;
 	int last_error;
 	uint64_t n_failed;
+	dev_t directory_dev;
+	struct probe_run *stuck;
 };
 
 struct scheduler {
@@ -70,40 +77,56 @@ static void carry_free(struct scheduler *s)
 {
 	for (size_t i = 0; i < s->n_carried; i++) {
 		free(s->carried[i].name);
+		free(s->carried[i].target);
+		/* a probe the new configuration does not have: let its run go */
+		probe_run_free(s->carried[i].stuck);
 	}
 	free(s->carried);
 	s->carried = NULL;
 	s->n_carried = 0;
 }
 
-/* Remember the probes that are failing (their config is still alive). */
+/* Remember how the probes stand (their config is still alive); takes
+ * their stuck runs. */
 static void carry_save(struct scheduler *s)
 {
 	carry_free(s);
-	s->carried = calloc(s->n_probes, sizeof(*s->carried));
+	s->carried = calloc(s->n_probes ? s->n_probes : 1, sizeof(*s->carried));
 	for (size_t i = 0; s->carried && i < s->n_probes; i++) {
-		const struct sched_probe *p = &s->probes[i];
+		struct sched_probe *p = &s->probes[i];
 		struct failure_carry *c = &s->carried[s->n_carried];
 
-		if (!p->was_failing) {
+		if (!p->was_failing && !p->stuck && !p->directory_dev) {
 			continue;
 		}
 		c->name = strdup(p->pc->name);
-		if (c->name) {
-			c->last_error = p->last_error;
-			c->n_failed = p->n_failed;
-			s->n_carried++;
+		c->target = strdup(p->id->target);
+		if (!c->name || !c->target) {
+			free(c->name);
+			free(c->target);
+			c->name = c->target = NULL;
+			continue;
 		}
+		c->was_failing = p->was_failing;
+		c->last_error = p->last_error;
+		c->n_failed = p->n_failed;
+		c->directory_dev = p->directory_dev;
+		c->stuck = TAKE_PTR(p->stuck);
+		s->n_carried++;
 	}
 }
 
 static void carry_restore(struct scheduler *s, struct sched_probe *p)
 {
 	for (size_t i = 0; i < s->n_carried; i++) {
-		if (strcmp(s->carried[i].name, p->pc->name) == 0) {
-			p->was_failing = true;
-			p->last_error = s->carried[i].last_error;
-			p->n_failed = s->carried[i].n_failed;
+		struct failure_carry *c = &s->carried[i];
+
+		if (strcmp(c->name, p->pc->name) == 0 && strcmp(c->target, p->id->target) == 0) {
+			p->was_failing = c->was_failing;
+			p->last_error = c->last_error;
+			p->n_failed = c->n_failed;
+			p->directory_dev = c->directory_dev;
+			p->stuck = TAKE_PTR(c->stuck);
 			return;
 		}
 	}
@@ -439,10 +462,13 @@ void scheduler_stop(struct scheduler *s)
 		if (p->has_thread) {
 			pthread_join(p->thread, NULL);
 		}
-		probe_run_free(p->stuck);
-		probe_identity_unref(p->id);
 	}
 	carry_save(s);
+	for (size_t i = 0; i < s->n_probes; i++) {
+		/* a stuck run that could not be carried (out of memory) */
+		probe_run_free(s->probes[i].stuck);
+		probe_identity_unref(s->probes[i].id);
+	}
 	free(s->probes);
 	free(s->groups);
 	s->probes = NULL;

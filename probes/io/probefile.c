@@ -3,6 +3,7 @@
  * planted in the path never redirects a write. */
 #include "probefile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -182,6 +183,62 @@ static int check_space(int idfd, const char *directory, uint64_t size, uint64_t 
 	return 0;
 }
 
+/* Each layout's own temporary name, .NAME.dat.PID.N.tmp: a run that a
+ * reload left stuck in the kernel, waking up, removes or renames only its
+ * own file, never the one the next run is writing. */
+static char *temporary_name(const char *name)
+{
+	static unsigned seq; /* atomic */
+	char *t;
+
+	if (asprintf(&t, ".%s.dat.%ld.%u.tmp", name, (long)getpid(),
+		     __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED)) < 0) {
+		return NULL;
+	}
+	return t;
+}
+
+/* Remove the temporary files of NAME that another process left (a crash or
+ * a kill during a layout; ours belong to runs that may still be going), and
+ * the single .NAME.dat.tmp of older versions. */
+static void remove_stale_temporaries(int idfd, const char *name)
+{
+	_cleanup_free_ char *prefix = NULL, *legacy = NULL;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (asprintf(&prefix, ".%s.dat.", name) < 0 || asprintf(&legacy, ".%s.dat.tmp", name) < 0) {
+		return;
+	}
+	fd = openat(idfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0) {
+			close(fd);
+		}
+		return;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strcmp(de->d_name, legacy) == 0) {
+			unlinkat(idfd, de->d_name, 0);
+			continue;
+		}
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) {
+			continue;
+		}
+		pid = strtol(de->d_name + strlen(prefix), &end, 10);
+		if (pid > 0 && pid != (long)getpid() && end[0] == '.' && strlen(end) > 4 &&
+		    strcmp(end + strlen(end) - 4, ".tmp") == 0) {
+			unlinkat(idfd, de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
 /* Lay out a fresh file under a temporary name and rename it into place, so
  * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
  * fd of the new file. */
@@ -196,12 +253,6 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
 	r = check_space(idfd, directory, size, reclaim, msg, msg_len);
 	if (r < 0) {
-		return r;
-	}
-	if (unlinkat(idfd, tmpname, 0) < 0 && errno != ENOENT) {
-		r = -errno;
-		errstr_set(msg, msg_len, 0, "cannot remove the stale %s/" PROBEFILE_DIR "/%s: %s", directory,
-			   tmpname, probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	fd = openat(idfd, tmpname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
@@ -384,8 +435,8 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		fname = NULL;
 		return -ENOMEM;
 	}
-	if (asprintf(&tmpname, ".%s.dat.tmp", name) < 0) {
-		tmpname = NULL;
+	tmpname = temporary_name(name);
+	if (!tmpname) {
 		return -ENOMEM;
 	}
 	idfd = open_state_dir(dfd, directory, &created, msg, msg_len);
@@ -401,6 +452,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		return fd;
 	}
 	t0 = now_usec(CLOCK_MONOTONIC);
+	remove_stale_temporaries(idfd, name);
 	fd = layout(idfd, directory, fname, tmpname, size, reclaim, seed, stop, userdata, msg, msg_len);
 	if (fd < 0) {
 		r = fd;
