@@ -228,7 +228,7 @@ static int config_new_defaults(const char *path, struct config **ret)
 	c->max_devices = 4096;
 	c->max_history_memory = 64ULL << 20;
 	c->max_probe_memory = 128ULL << 20;
-	c->max_history_points = 50000;
+	c->max_history_points = 12000;
 	*ret = c;
 	return 0;
 }

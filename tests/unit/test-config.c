@@ -223,7 +223,7 @@ static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state
 	assert_int_equal(config_load_builtin(&c), 0);
 	assert_int_equal(c->max_history_memory, 64ULL << 20);
 	assert_int_equal(c->max_probe_memory, 128ULL << 20);
-	assert_int_equal(c->max_history_points, 50000);
+	assert_int_equal(c->max_history_points, 12000);
 	config_free(c);
 	c = NULL;
 
