@@ -267,58 +267,58 @@ static int cmp_strings(const void *a, const void *b)
 }
 
 /* The entries of DIR/slaves, sorted, as "a,b". */
-static int read_slaves(const char *dir, char **ret, unsigned *ret_n)
+static void free_names(char **names, size_t n)
 {
-	char path[PATH_MAX], *names[DEVICE_MAX_MEMBERS];
-	struct name_list list = {0};
+	for (size_t i = 0; names && i < n; i++) {
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
+{
+	char path[PATH_MAX], **names;
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
-	int r = 0;
 
+	*ret = NULL;
 	*ret_n = 0;
 	if ((size_t)snprintf(path, sizeof(path), "%s/slaves", dir) >= sizeof(path)) {
-		*ret = strdup("");
-		return *ret ? 0 : -ENOMEM;
+		return 0;
 	}
 	d = opendir(path);
-	if (d) {
-		while ((de = readdir(d)) && n < ELEMENTSOF(names)) {
-			if (de->d_name[0] == '.') {
-				continue;
-			}
-			names[n] = strdup(de->d_name);
-			if (!names[n]) {
-				r = -ENOMEM;
-				break;
-			}
-			name_from_sysfs(names[n]);
-			n++;
-		}
+	if (!d) {
+		return 0;
+	}
+	names = calloc(DEVICE_MAX_MEMBERS, sizeof(*names));
+	if (!names) {
 		closedir(d);
-	}
-	qsort(names, n, sizeof(names[0]), cmp_strings);
-	for (size_t i = 0; i < n; i++) {
-		if (r == 0) {
-			r = name_list_add(&list, names[i]);
-		}
-		free(names[i]);
-	}
-	if (r < 0) {
-		free(list.s);
-		return r;
-	}
-	*ret = name_list_take(&list);
-	if (!*ret) {
 		return -ENOMEM;
 	}
+	while ((de = readdir(d)) && n < DEVICE_MAX_MEMBERS) {
+		if (de->d_name[0] == '.') {
+			continue;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			closedir(d);
+			free_names(names, n);
+			return -ENOMEM;
+		}
+		name_from_sysfs(names[n]);
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_strings);
+	*ret = names;
 	*ret_n = (unsigned)n;
 	return 0;
 }
 
 static void topology_device_done(struct topology_device *d)
 {
-	free(d->topo.members);
+	free_names(d->topo.members, d->topo.n_members);
 	free(d->topo.mountpoints);
 	free(d->topo.model);
 	free(d->topo.physical_members);
@@ -395,11 +395,6 @@ static int read_device(const char *sysfs, struct topology_device *d)
 		if (r < 0) {
 			return r;
 		}
-	} else {
-		d->topo.members = strdup("");
-		if (!d->topo.members) {
-			return -ENOMEM;
-		}
 	}
 
 	/* queue/ and device/ belong to the whole disk */
@@ -475,20 +470,11 @@ static int collect_physical(const struct topology *t, const char *name, unsigned
 	if (d->topo.n_members == 0) {
 		return name_list_add(out, name);
 	}
-	for (const char *p = d->topo.members; *p;) {
-		char member[DISKSTATS_NAME_MAX];
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		snprintf(member, sizeof(member), "%.*s", (int)len, p);
-		r = collect_physical(t, member, depth + 1, out);
+	for (unsigned k = 0; k < d->topo.n_members; k++) {
+		r = collect_physical(t, d->topo.members[k], depth + 1, out);
 		if (r < 0) {
 			return r;
 		}
-		if (!comma) {
-			break;
-		}
-		p = comma + 1;
 	}
 	return 0;
 }
@@ -512,20 +498,11 @@ static int link_devices(struct topology *t)
 			if (!d->members) {
 				return -ENOMEM;
 			}
-			for (const char *s = d->topo.members; *s;) {
-				char member[DISKSTATS_NAME_MAX];
-				const char *comma = strchr(s, ',');
-				size_t len = comma ? (size_t)(comma - s) : strlen(s);
-
-				snprintf(member, sizeof(member), "%.*s", (int)len, s);
-				p = topology_find(t, member);
-				if (p && d->n_members < d->topo.n_members) {
+			for (unsigned k = 0; k < d->topo.n_members; k++) {
+				p = topology_find(t, d->topo.members[k]);
+				if (p) {
 					d->members[d->n_members++] = (size_t)(p - t->devices);
 				}
-				if (!comma) {
-					break;
-				}
-				s = comma + 1;
 			}
 		}
 		if (d->topo.kind == DEVICE_KIND_PARTITION || d->topo.n_members > 0) {
