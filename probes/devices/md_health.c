@@ -51,12 +51,13 @@ static int md_attr(const char *dir, const char *attr, char *buf, size_t len)
 	return sysfs_attr_read(dir, md, buf, len);
 }
 
-int md_health_read(const char *sysfs, const char *name, const char *members, struct md_health *ret)
+int md_health_read(const char *sysfs, const char *name, char *const *members, unsigned n_members,
+		   struct md_health *ret)
 {
 	char dir[PATH_MAX], member[DISKSTATS_NAME_MAX], attr[DISKSTATS_NAME_MAX + 16], buf[64];
 	char degraded[32];
 	struct md_health h = {0};
-	unsigned k = 0, n_faulty = 0;
+	unsigned n_faulty = 0;
 	bool has_degraded;
 	int r;
 
@@ -69,7 +70,8 @@ int md_health_read(const char *sysfs, const char *name, const char *members, str
 		return 0;
 	}
 	h.is_known = true;
-	for (const char *p = members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
+	for (unsigned k = 0; k < n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		snprintf(member, sizeof(member), "%s", members[k]);
 		/* md names the member directory after the kernel's name (dev-sdb) */
 		for (char *c = member; *c; c++) {
 			if (*c == '/') {

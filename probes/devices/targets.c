@@ -184,11 +184,12 @@ const struct topology_device *targets_identity_device(const struct topology *t, 
 
 /* targets_place() from a device number instead of a stat(). */
 static int place_cached(const struct topology *t, const char *target, dev_t dev, char *ret_name,
-			dev_t *ret_disk)
+			dev_t *ret_disk, const struct topology_device **ret_d)
 {
 	const struct topology_device *d = cached_device(t, target, dev);
 	const struct mountinfo_entry *m;
 
+	*ret_d = d;
 	if (d) {
 		const struct topology_device *disk = d->parent != SIZE_MAX ? &t->devices[d->parent] : d;
 
@@ -212,17 +213,23 @@ static int place_cached(const struct topology *t, const char *target, dev_t dev,
 	return 0;
 }
 
-static void identity_set_place(struct probe_identity *id, const char *device, dev_t disk)
+static void identity_set_place(struct probe_identity *id, const char *device, dev_t disk,
+			       const struct topology_device *d)
 {
 	pthread_mutex_lock(&id->lock);
 	memcpy(id->device, device, sizeof(id->device));
 	id->disk = disk;
+	id->dev = d ? makedev(d->major, d->minor) : 0;
+	id->logical_block_size = d ? d->topo.logical_block_size : 0;
+	id->dev = d ? makedev(d->major, d->minor) : 0;
+	id->logical_block_size = d ? d->topo.logical_block_size : 0;
 	id->is_resolved = true;
 	pthread_mutex_unlock(&id->lock);
 }
 
 void targets_place_identity(const struct topology *t, struct probe_identity *id)
 {
+	const struct topology_device *d;
 	char device[DISKSTATS_NAME_MAX];
 	struct topology *old = NULL;
 	dev_t disk;
@@ -235,14 +242,15 @@ void targets_place_identity(const struct topology *t, struct probe_identity *id)
 	}
 	pthread_mutex_unlock(&id->lock);
 	topology_unref(old);
-	if (place_cached(t, id->target, identity_target_dev(id), device, &disk) < 0) {
+	if (place_cached(t, id->target, identity_target_dev(id), device, &disk, &d) < 0) {
 		return; /* not (yet) known: keep what it was */
 	}
-	identity_set_place(id, device, disk);
+	identity_set_place(id, device, disk, d);
 }
 
 void targets_resolve_identity(struct probe_identity *id)
 {
+	const struct topology_device *d;
 	char device[DISKSTATS_NAME_MAX];
 	struct topology *t;
 	struct stat st;
@@ -254,8 +262,22 @@ void targets_resolve_identity(struct probe_identity *id)
 	if (id->target[0] == '/' && stat(id->target, &st) == 0) {
 		probe_identity_set_target_dev(id, S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev);
 	}
-	if (t && place_cached(t, id->target, identity_target_dev(id), device, &disk) == 0) {
-		identity_set_place(id, device, disk);
+	if (t && place_cached(t, id->target, identity_target_dev(id), device, &disk, &d) == 0) {
+		identity_set_place(id, device, disk, d);
 	}
 	topology_unref(t);
+}
+
+bool probe_identity_block_size(struct probe_identity *id, dev_t *ret_dev, unsigned *ret_size)
+{
+	bool has;
+
+	pthread_mutex_lock(&id->lock);
+	has = id->is_resolved && id->dev != 0 && id->logical_block_size != 0;
+	if (has) {
+		*ret_dev = id->dev;
+		*ret_size = id->logical_block_size;
+	}
+	pthread_mutex_unlock(&id->lock);
+	return has;
 }
