@@ -21,6 +21,16 @@ IOPSD = os.environ.get("IOPSD", "iopsd")
 SRCDIR = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def is_asan_build():
+    """Whether $IOPSD was built with AddressSanitizer (its runtime is linked in)."""
+    path = shutil.which(IOPSD) or IOPSD
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def skip(why):
     print(f"SKIP: {why}")
     sys.exit(SKIP)
@@ -125,6 +135,17 @@ class Daemon(HttpClient):
         self.env.update(env or {})
         self.proc = None
         self.wrapper = []  # e.g. ["setpriv", "--reuid=nobody", ..., "--"]
+
+    def limit_asan_quarantine(self):
+        """Under a sanitizer build: ASan keeps freed memory in quarantine
+        (256 MiB by default), which would read as growth; keep it small so
+        that RSS shows what is live. Returns whether this is one."""
+        if not is_asan_build():
+            return False
+        opts = self.env.get("ASAN_OPTIONS")
+        self.env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + \
+            "quarantine_size_mb=8:thread_local_quarantine_size_kb=64"
+        return True
 
     def start(self, wait_http=True, extra_args=()):
         cmd = self.wrapper + [IOPSD]
