@@ -20,6 +20,7 @@
 #include "fit.h"
 #include "detect.h"
 #include "identities.h"
+#include "proclimits.h"
 #include "process_stats.h"
 #include "sampler.h"
 #include "history.h"
@@ -116,6 +117,10 @@ static void check_probe_directory(const struct config *cfg, const struct probe_c
 int daemon_check_start(const struct config *cfg)
 {
 	int r = listen_check(cfg);
+
+	if (r >= 0) {
+		r = limits_check(cfg);
+	}
 
 	for (size_t i = 0; i < cfg->n_probes; i++) {
 		check_probe_directory(cfg, &cfg->probes[i]);
