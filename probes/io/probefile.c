@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -380,6 +382,20 @@ static const char *dev_string(dev_t dev, char *buf, size_t len)
 	return buf;
 }
 
+/* DIR itself, never through a symlink in its path: whoever owns a link
+ * could point iopsd's writes anywhere (openat2 with RESOLVE_NO_SYMLINKS; a
+ * kernel or a seccomp filter without openat2 gets open()). */
+static int open_directory_nofollow(const char *directory)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, directory, &how, sizeof(how));
+
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
+		fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : (int)fd;
+}
+
 int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret_dev, char *msg,
 			     size_t msg_len)
 {
@@ -388,10 +404,15 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	char e[96], was[32], now[32];
 	int r;
 
-	dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open_directory_nofollow(directory);
 	if (dfd < 0) {
-		r = -errno;
-		if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
+		r = dfd;
+		if (r == -ELOOP) {
+			errstr_set(msg, msg_len, 0,
+				   "directory=%s has a symlink in its path: refusing to follow it (give the "
+				   "path it points to)",
+				   directory);
+		} else if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
 			errstr_set(msg, msg_len, 0,
 				   "directory=%s is a block device: a probe never writes to one (filename= "
 				   "reads it)",
@@ -408,7 +429,7 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	if (expect_dev != 0 && st.st_dev != expect_dev) {
 		errstr_set(msg, msg_len, 0,
 			   "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
-			   "filesystem underneath; reload iopsd if the change is meant",
+			   "filesystem underneath; restart iopsd if the change is meant",
 			   directory, dev_string(st.st_dev, now, sizeof(now)),
 			   dev_string(expect_dev, was, sizeof(was)));
 		return -EXDEV;

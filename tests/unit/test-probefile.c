@@ -291,6 +291,28 @@ static void test_symlinked_state_directory_is_refused(void **state)
 	assert_int_equal(n, 0);
 }
 
+static void test_symlink_in_the_directory_path_is_refused(void **state)
+{
+	_cleanup_free_ char *real = sub("real-target"), *link = NULL, *via = NULL, *made = NULL;
+	char msg[256] = "";
+	dev_t dev;
+
+	assert_true(asprintf(&link, "%s/link", scratch) > 0);
+	assert_int_equal(symlink(real, link), 0);
+	assert_true(asprintf(&via, "%s/link/", scratch) > 0);
+	assert_int_equal(probefile_open_directory(via, 0, &dev, msg, sizeof(msg)), -ELOOP);
+	assert_non_null(strstr(msg, "has a symlink in its path"));
+	assert_true(asprintf(&made, "%s/.iopsd", real) > 0);
+	assert_int_equal(access(made, F_OK), -1);
+	/* the real path is fine */
+	{
+		int dfd = probefile_open_directory(real, 0, &dev, msg, sizeof(msg));
+
+		assert_true(dfd >= 0);
+		close(dfd);
+	}
+}
+
 static void test_state_directory_writable_by_others_is_refused(void **state)
 {
 	_cleanup_free_ char *dir = sub("open"), *sd = NULL;
@@ -646,6 +668,7 @@ int main(void)
 	    cmocka_unit_test(test_layout_writes_every_block_before_use),
 	    cmocka_unit_test(test_truncated_probe_file_is_laid_out_again),
 	    cmocka_unit_test(test_symlinked_state_directory_is_refused),
+	    cmocka_unit_test(test_symlink_in_the_directory_path_is_refused),
 	    cmocka_unit_test(test_state_directory_writable_by_others_is_refused),
 	    cmocka_unit_test(test_symlinked_probe_file_is_refused),
 	    cmocka_unit_test(test_files_next_to_the_probe_file_are_untouched),
