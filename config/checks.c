@@ -75,25 +75,6 @@ static void check_interval(struct parser *p, const struct probe_config *pc)
 		     format_duration(b, sizeof(b), pc->interval_usec));
 }
 
-/* Whether `stem` names one of pc's probe files (NAME.dat, or NAME.K.dat
- * for K < nrfiles). */
-static bool is_file_of(const struct probe_config *pc, const char *stem)
-{
-	size_t n = strlen(pc->name);
-	char *end;
-	unsigned long k;
-
-	if (pc->nrfiles <= 1) {
-		return strcmp(pc->name, stem) == 0;
-	}
-	if (strncmp(stem, pc->name, n) != 0 || stem[n] != '.' || stem[n + 1] < '0' || stem[n + 1] > '9' ||
-	    (stem[n + 1] == '0' && stem[n + 2] != '\0')) {
-		return false;
-	}
-	k = strtoul(stem + n + 1, &end, 10);
-	return *end == '\0' && k < pc->nrfiles;
-}
-
 /* Two probes in one directory must never share a file: [x] with nrfiles=2
  * writes x.0.dat and x.1.dat, which is [x.0]'s. */
 static void check_probe_files(struct parser *p)
@@ -109,8 +90,8 @@ static void check_probe_files(struct parser *p)
 			if (!a->directory || strcmp(a->directory, b->directory) != 0) {
 				continue;
 			}
-			if ((a->nrfiles <= 1 && is_file_of(b, a->name)) ||
-			    (b->nrfiles <= 1 && is_file_of(a, b->name))) {
+			if ((a->nrfiles <= 1 && config_probe_owns_file(b, a->name)) ||
+			    (b->nrfiles <= 1 && config_probe_owns_file(a, b->name))) {
 				parser_error(
 				    p, b->line,
 				    "[%s]: its probe files in %s would be [%s]'s too (nrfiles= numbers "

@@ -338,6 +338,23 @@ int config_load_builtin(struct config **ret)
 	return 0;
 }
 
+bool config_probe_owns_file(const struct probe_config *pc, const char *stem)
+{
+	size_t n = strlen(pc->name);
+	char *end;
+	unsigned long k;
+
+	if (pc->nrfiles <= 1) {
+		return strcmp(pc->name, stem) == 0;
+	}
+	if (strncmp(stem, pc->name, n) != 0 || stem[n] != '.' || stem[n + 1] < '0' || stem[n + 1] > '9' ||
+	    (stem[n + 1] == '0' && stem[n + 2] != '\0')) {
+		return false;
+	}
+	k = strtoul(stem + n + 1, &end, 10);
+	return *end == '\0' && k < pc->nrfiles;
+}
+
 const struct device_config *config_find_device(const struct config *c, const char *name)
 {
 	for (size_t i = 0; i < c->n_devices; i++) {

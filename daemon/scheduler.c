@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
+#include "probefile.h"
 #include "targets.h"
 #include "timeutil.h"
 
@@ -36,6 +37,7 @@ struct sched_probe {
 	int last_error;	     /* the error of the last failure logged */
 	dev_t directory_dev; /* the filesystem of its directory at the first success */
 	uint64_t n_failed;   /* failed runs since the last success */
+	bool sweeps_strays;  /* the first generation: remove removed probes' files first */
 };
 
 /* How a probe stood when the scheduler stopped for a reload, handed to the
@@ -71,6 +73,7 @@ struct scheduler {
 	size_t n_groups;
 	struct failure_carry *carried; /* from the last stop, by probe name */
 	size_t n_carried;
+	bool has_started; /* a generation ran already: this start is a reload */
 };
 
 static void carry_free(struct scheduler *s)
@@ -318,6 +321,34 @@ static void run_and_report(struct sched_probe *p, struct probe_result *res)
 	log_result(p, res);
 }
 
+/* Whether a probe of this generation in p's directory owns file `stem`. */
+static bool is_configured_file(const char *stem, void *userdata)
+{
+	const struct sched_probe *p = userdata;
+
+	for (size_t i = 0; i < p->s->n_probes; i++) {
+		const struct probe_config *pc = p->s->probes[i].pc;
+
+		if (pc->directory && strcmp(pc->directory, p->pc->directory) == 0 &&
+		    config_probe_owns_file(pc, stem)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* At start, on the probe's own thread (DIR may not answer): the files of
+ * probes removed or renamed since the last start go. */
+static void remove_strays(struct sched_probe *p)
+{
+	int n = probefile_remove_strays(p->pc->directory, is_configured_file, p);
+
+	if (n > 0) {
+		log_info("Probe [%s]: removed %d file(s) of probes no longer configured from %s/.iopsd.",
+			 p->pc->name, n, p->pc->directory);
+	}
+}
+
 static void *probe_thread(void *userdata)
 {
 	struct sched_probe *p = userdata;
@@ -333,6 +364,9 @@ static void *probe_thread(void *userdata)
 	}
 	/* stagger first runs over the interval so that probes do not start
 	 * together (and queue up on a shared disk) */
+	if (p->sweeps_strays) {
+		remove_strays(p);
+	}
 	planned = s->start_usec + interval * p->index / (s->n_probes ? s->n_probes : 1);
 	when = planned;
 	pthread_mutex_lock(&s->lock);
@@ -404,9 +438,11 @@ void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdat
 int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_identity *const *ids)
 {
 	size_t n = cfg->n_probes;
+	bool is_first = !s->has_started;
 	int e;
 
 	scheduler_stop(s);
+	s->has_started = true;
 	if (n == 0) {
 		carry_free(s);
 		return 0;
@@ -431,6 +467,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 		p->index = i;
 		p->pc = &cfg->probes[i];
 		p->id = probe_identity_ref(ids[i]);
+		p->sweeps_strays = is_first && p->pc->directory;
 		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -436,6 +437,46 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	}
 	*ret_dev = st.st_dev;
 	return TAKE_FD(dfd);
+}
+
+int probefile_remove_strays(const char *directory, probefile_keep_fn keep, void *userdata)
+{
+	_cleanup_close_ int dfd = -1, idfd = -1;
+	struct dirent *de;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	dfd = open_directory_nofollow(directory);
+	if (dfd < 0) {
+		return dfd;
+	}
+	idfd = openat(dfd, PROBEFILE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (idfd < 0) {
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (fstat(idfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0022)) {
+		return -EPERM; /* not iopsd's own: leave it alone */
+	}
+	d = fdopendir(dup(idfd));
+	if (!d) {
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char stem[NAME_MAX + 1];
+
+		if (len <= 4 || de->d_name[0] == '.' || strcmp(de->d_name + len - 4, ".dat") != 0) {
+			continue;
+		}
+		memcpy(stem, de->d_name, len - 4);
+		stem[len - 4] = '\0';
+		if (!keep(stem, userdata) && unlinkat(idfd, de->d_name, 0) == 0) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
 }
 
 int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
