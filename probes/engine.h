@@ -18,6 +18,7 @@ struct slot {
 	void *buf;
 	uint64_t len;
 	uint64_t offset;
+	uint64_t prep_ns; /* taken from iogen: the start of fio's slat */
 	uint64_t submit_ns;
 	bool is_inflight;
 };

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/timerfd.h>
@@ -72,6 +73,7 @@ struct job {
 	char message[sizeof(((struct probe_result *)0)->message)];
 	uint64_t last_ns;
 	struct probe_op_result op[_PROBE_OP_MAX];
+	struct fiostat_job fio;
 	cpu_set_t cpu;	   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
 	cpu_set_t allowed; /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
@@ -542,12 +544,13 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 	struct iogen_io io;
 
 	iogen_next(&r->gen, &j->gen, &io);
+	s->prep_ns = now_nsec(CLOCK_MONOTONIC);
 	s->offset = io.offset;
 	s->len = io.len;
 	s->file = io.file;
 	j->issued_bytes += io.len;
 	/* as in fio, a ramp does not count towards io_size */
-	if (r->ramp_ns == 0 || now_nsec(CLOCK_MONOTONIC) >= r->start_ns + r->ramp_ns) {
+	if (r->ramp_ns == 0 || s->prep_ns >= r->start_ns + r->ramp_ns) {
 		j->measured_bytes += io.len;
 	}
 	if (io.is_read) {
@@ -573,6 +576,9 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 		o->ops++;
 		o->bytes += (uint64_t)want;
 		histogram_record(&o->lat, t - s->submit_ns);
+		if (s->op != PROBE_OP_FSYNC) {
+			fiostat_record_io(&o->fio, &j->fio, s->submit_ns - s->prep_ns, t - s->submit_ns);
+		}
 	} else if (res < 0) {
 		o->errors[probe_error_reason_from_errno((int)-res)]++;
 		if (s->op == PROBE_OP_FSYNC) {
@@ -602,13 +608,14 @@ static void job_sync_fsync(struct job *j, struct slot *s)
 	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
 	long res = fsync(j->run->fds[j->last_write_file]) < 0 ? -errno : 0;
 
+	s->prep_ns = t0;
 	s->submit_ns = t0;
 	job_complete(j, s, res, now_nsec(CLOCK_MONOTONIC));
 }
 
-/* Submit the batch; what the kernel does not take stays in it (EAGAIN).
- * Returns the number submitted. */
-static unsigned job_submit(struct job *j)
+/* Submit the batch (`inflight` already in the kernel); what the kernel does
+ * not take stays in it (EAGAIN). Returns the number submitted. */
+static unsigned job_submit(struct job *j, unsigned inflight)
 {
 	unsigned done = 0;
 	char e[96];
@@ -640,6 +647,7 @@ static unsigned job_submit(struct job *j)
 				s->is_inflight = true;
 			}
 			done += (unsigned)n;
+			fiostat_mark_submit(&j->fio, (unsigned)n, inflight + done);
 			continue;
 		}
 		if (n == 0) {
@@ -827,7 +835,7 @@ static void job_flush_batch(struct job *j, struct io_loop *l)
 	if (j->n_batch == 0) {
 		return;
 	}
-	l->inflight += job_submit(j);
+	l->inflight += job_submit(j, l->inflight);
 	if (l->inflight == 0 && j->n_batch > 0) {
 		/* EAGAIN with nothing to wait for: it will not get better */
 		job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", j->run->target);
@@ -911,11 +919,41 @@ static void job_watch_cpu(struct job *j, uint64_t now)
 	j->watch_slices = slices;
 }
 
+/* fio's bw and iops samples: one per direction per FIOSTAT_AVG_MSEC. */
+static void job_sample(struct job *j, uint64_t now)
+{
+	uint64_t msec;
+
+	if (!fiostat_interval_end(&j->fio, now, &msec)) {
+		return;
+	}
+	for (size_t op = PROBE_OP_READ; op <= PROBE_OP_WRITE; op++) {
+		fiostat_dir_sample(&j->op[op].fio, j->op[op].bytes, j->op[op].ops, msec);
+	}
+}
+
+/* The job thread's CPU time, context switches and faults (fio's usr_cpu,
+ * sys_cpu, ctx, majf, minf): `sign` -1 at the start, +1 at the end. */
+static void job_rusage(struct job *j, int sign)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0) {
+		return;
+	}
+	j->fio.usr_usec += (uint64_t)sign * (uint64_t)(ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
+	j->fio.sys_usec += (uint64_t)sign * (uint64_t)(ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+	j->fio.ctx += (uint64_t)sign * (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
+	j->fio.majf += (uint64_t)sign * (uint64_t)ru.ru_majflt;
+	j->fio.minf += (uint64_t)sign * (uint64_t)ru.ru_minflt;
+}
+
 /* Wait for completions, or until the next paced submission, and account
  * them. False when the job ends: the wait failed. */
 static bool job_reap(struct job *j, struct io_loop *l)
 {
 	uint64_t timeout = ENGINE_WAIT_FOREVER;
+	unsigned reaped = 0;
 	char e[96];
 	int n;
 
@@ -942,7 +980,10 @@ static bool job_reap(struct job *j, struct io_loop *l)
 		job_complete(j, j->events[i].slot, j->events[i].res, l->now);
 		j->n_reaped++;
 		l->inflight--;
+		reaped++;
 	}
+	fiostat_mark_complete(&j->fio, reaped);
+	job_sample(j, l->now);
 	return true;
 }
 
@@ -1026,7 +1067,13 @@ static void *job_main(void *userdata)
 	pthread_mutex_unlock(&r->lock);
 
 	if (go) {
+		uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+
+		j->fio.interval_ns = r->start_ns + r->ramp_ns;
+		job_rusage(j, -1);
 		job_loop(j);
+		job_rusage(j, 1);
+		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
 	}
 	pthread_mutex_lock(&r->lock);
 	r->n_finished++;
@@ -1235,6 +1282,8 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 			probe_op_result_add(&res->op[op], &j->op[op]);
 		}
+		fiostat_job_merge(&res->fio, &j->fio,
+				  (const uint64_t[2]){j->op[PROBE_OP_READ].bytes, j->op[PROBE_OP_WRITE].bytes});
 		if (j->last_ns > end) {
 			end = j->last_ns;
 		}

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "fiostat.h"
 #include "histogram.h"
 #include "macro.h"
 
@@ -41,6 +42,7 @@ struct probe_op_result {
 	double iops;	      /* ops / run time */
 	double bw_bytes;      /* bytes / run time */
 	struct histogram lat; /* completion latency, submit to reap */
+	struct fiostat_dir fio; /* slat, lat, interval samples (read and write) */
 };
 
 /* The outcome of one run of one probe. */
@@ -53,6 +55,7 @@ struct probe_result {
 	uint64_t layout_usec;  /* time spent laying out the probe file, 0 if reused */
 	dev_t directory_dev;   /* the filesystem DIRECTORY was on, 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
+	struct fiostat_job fio; /* depths, latency buckets, CPU: the jobs' sum */
 };
 
 /* Zero *res, with empty histograms. */
