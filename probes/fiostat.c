@@ -89,6 +89,7 @@ static unsigned lat_bucket(uint64_t v)
 void fiostat_record_io(struct fiostat_dir *d, struct fiostat_job *j, uint64_t slat_ns, uint64_t clat_ns)
 {
 	fiostat_stat_add(&d->slat, slat_ns);
+	fiostat_stat_add(&d->clat, clat_ns);
 	fiostat_stat_add(&d->lat, slat_ns + clat_ns);
 	if (clat_ns < 1000) {
 		j->lat_n[lat_bucket(clat_ns)]++;
@@ -169,6 +170,7 @@ void fiostat_dir_sample(struct fiostat_dir *d, uint64_t bytes, uint64_t ios, uin
 void fiostat_dir_merge(struct fiostat_dir *dst, const struct fiostat_dir *src)
 {
 	fiostat_stat_merge(&dst->slat, &src->slat);
+	fiostat_stat_merge(&dst->clat, &src->clat);
 	fiostat_stat_merge(&dst->lat, &src->lat);
 	fiostat_stat_sum(&dst->bw, &src->bw);
 	fiostat_stat_sum(&dst->iops, &src->iops);

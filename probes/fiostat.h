@@ -28,10 +28,11 @@ struct fiostat_stat {
 
 /* One direction (read or write) of one job or of a merged run. */
 struct fiostat_dir {
-	struct fiostat_stat slat; /* ns: taken from the queue to the kernel */
-	struct fiostat_stat lat;  /* ns: slat + clat */
-	struct fiostat_stat bw;	  /* KiB/s per FIOSTAT_AVG_MSEC interval */
-	struct fiostat_stat iops; /* I/Os per second per interval */
+	struct fiostat_stat slat;	     /* ns: taken from the queue to the kernel */
+	struct fiostat_stat clat;	     /* ns: submit to reap, exact (fsync: its time) */
+	struct fiostat_stat lat;	     /* ns: slat + clat */
+	struct fiostat_stat bw;		     /* KiB/s per FIOSTAT_AVG_MSEC interval */
+	struct fiostat_stat iops;	     /* I/Os per second per interval */
 	uint64_t sampled_bytes, sampled_ios; /* counted at the last interval */
 };
 

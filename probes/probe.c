@@ -578,6 +578,8 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 		histogram_record(&o->lat, t - s->submit_ns);
 		if (s->op != PROBE_OP_FSYNC) {
 			fiostat_record_io(&o->fio, &j->fio, s->submit_ns - s->prep_ns, t - s->submit_ns);
+		} else {
+			fiostat_stat_add(&o->fio.clat, t - s->submit_ns);
 		}
 	} else if (res < 0) {
 		o->errors[probe_error_reason_from_errno((int)-res)]++;
@@ -1282,8 +1284,9 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 			probe_op_result_add(&res->op[op], &j->op[op]);
 		}
-		fiostat_job_merge(&res->fio, &j->fio,
-				  (const uint64_t[2]){j->op[PROBE_OP_READ].bytes, j->op[PROBE_OP_WRITE].bytes});
+		fiostat_job_merge(
+		    &res->fio, &j->fio,
+		    (const uint64_t[2]){j->op[PROBE_OP_READ].bytes, j->op[PROBE_OP_WRITE].bytes});
 		if (j->last_ns > end) {
 			end = j->last_ns;
 		}
@@ -1333,6 +1336,7 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 	*end_ns = now_nsec(CLOCK_MONOTONIC);
 	o->ops++;
 	histogram_record(&o->lat, *end_ns - t0);
+	fiostat_stat_add(&o->fio.clat, *end_ns - t0);
 }
 
 static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)

@@ -39,9 +39,9 @@ struct probe_op_result {
 	uint64_t ops;
 	uint64_t bytes;
 	uint64_t errors[_PROBE_ERR_MAX];
-	double iops;	      /* ops / run time */
-	double bw_bytes;      /* bytes / run time */
-	struct histogram lat; /* completion latency, submit to reap */
+	double iops;		/* ops / run time */
+	double bw_bytes;	/* bytes / run time */
+	struct histogram lat;	/* completion latency, submit to reap */
 	struct fiostat_dir fio; /* slat, lat, interval samples (read and write) */
 };
 
