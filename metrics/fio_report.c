@@ -59,9 +59,8 @@ static void group_add_job(struct fio_group *g, const struct fio_job *j, bool is_
 		if (!o || run == 0) {
 			continue;
 		}
-		/* fio's min/max are per job: a probe's jobs count one by one */
-		lo = j->res->fio.min_job_bytes[d] * 1000 / run;
-		hi = j->res->fio.max_job_bytes[d] * 1000 / run;
+		/* a probe's jobs are one, as under fio's group_reporting */
+		lo = hi = o->bytes * 1000 / run;
 		if (is_first || g->max_run[d] == 0 || lo < g->min_bw[d]) {
 			g->min_bw[d] = lo;
 		}

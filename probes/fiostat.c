@@ -183,7 +183,7 @@ static void add_map(uint64_t *dst, const uint64_t *src, unsigned n)
 	}
 }
 
-void fiostat_job_merge(struct fiostat_job *dst, const struct fiostat_job *src, const uint64_t bytes[2])
+void fiostat_job_merge(struct fiostat_job *dst, const struct fiostat_job *src)
 {
 	add_map(dst->io_u_map, src->io_u_map, FIOSTAT_MAP_NR);
 	add_map(dst->io_u_submit, src->io_u_submit, FIOSTAT_MAP_NR);
@@ -199,14 +199,6 @@ void fiostat_job_merge(struct fiostat_job *dst, const struct fiostat_job *src, c
 	dst->majf += src->majf;
 	dst->minf += src->minf;
 	dst->run_msec += src->run_msec;
-	for (unsigned d = 0; d < 2; d++) {
-		if (dst->members == 0 || bytes[d] < dst->min_job_bytes[d]) {
-			dst->min_job_bytes[d] = bytes[d];
-		}
-		if (dst->members == 0 || bytes[d] > dst->max_job_bytes[d]) {
-			dst->max_job_bytes[d] = bytes[d];
-		}
-	}
 	dst->members += src->members ? src->members : 1;
 }
 

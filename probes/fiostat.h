@@ -46,7 +46,6 @@ struct fiostat_job {
 	uint64_t usr_usec, sys_usec, ctx, majf, minf; /* getrusage(RUSAGE_THREAD) over the I/O */
 	uint64_t run_msec;			      /* the jobs' I/O time, summed (fio's total_run_time) */
 	unsigned members;			      /* jobs merged in */
-	uint64_t min_job_bytes[2], max_job_bytes[2];  /* per job, for the group's min/max bw */
 	uint64_t interval_ns;			      /* CLOCK_MONOTONIC start of the current interval */
 };
 
@@ -80,10 +79,10 @@ bool fiostat_interval_end(struct fiostat_job *j, uint64_t now_ns, uint64_t *ret_
  * direction that did nothing in it gets none, as in fio. */
 void fiostat_dir_sample(struct fiostat_dir *d, uint64_t bytes, uint64_t ios, uint64_t msec);
 
-/* Merge one job into a run's totals: slat/lat merged, bw/iops summed,
- * counts added; `bytes` are the job's read and write bytes. */
+/* Merge one job into a run's totals as fio's group_reporting does:
+ * slat/clat/lat merged, bw/iops summed, counts added. */
 void fiostat_dir_merge(struct fiostat_dir *dst, const struct fiostat_dir *src);
-void fiostat_job_merge(struct fiostat_job *dst, const struct fiostat_job *src, const uint64_t bytes[2]);
+void fiostat_job_merge(struct fiostat_job *dst, const struct fiostat_job *src);
 
 /* fio's stat_calc_dist(): a map as percentages of `total` (a non-empty
  * bucket below 0.1% shows as 0.1%). */

@@ -1284,9 +1284,7 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 			probe_op_result_add(&res->op[op], &j->op[op]);
 		}
-		fiostat_job_merge(
-		    &res->fio, &j->fio,
-		    (const uint64_t[2]){j->op[PROBE_OP_READ].bytes, j->op[PROBE_OP_WRITE].bytes});
+		fiostat_job_merge(&res->fio, &j->fio);
 		if (j->last_ns > end) {
 			end = j->last_ns;
 		}

@@ -965,7 +965,7 @@ class Scenarios:
               == members, f"probe_info device={info[0].get('device') if info else None}, api {p.get('device')} "
               f"{p.get('members')}", f"{md} with {members}")
         # as the service's user: iopsd uses only a probe directory of its own
-        r = self.lab.run("runuser -u iopsd -- iopsd --once --config /var/tmp/randread4k.fio", timeout=300,
+        r = self.lab.run("runuser -u iopsd -- iopsd --once --output-format=json --config /var/tmp/randread4k.fio", timeout=300,
                          check=False)
         once, why = None, r.stderr.strip()[-400:]
         try:
