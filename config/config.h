@@ -65,6 +65,28 @@ enum {
 	_PROBE_DIR_MAX,
 };
 
+/* fio's random_distribution: which offsets a random job picks. */
+enum probe_dist_type {
+	PROBE_DIST_RANDOM, /* uniform (fio's default) */
+	PROBE_DIST_ZIPF,
+	PROBE_DIST_PARETO,
+	PROBE_DIST_NORMAL,
+	PROBE_DIST_ZONED,     /* zones in percent of the region */
+	PROBE_DIST_ZONED_ABS, /* zones in bytes */
+	_PROBE_DIST_MAX,
+};
+#define PROBE_DIST_ZONES_MAX 64
+struct probe_dist {
+	enum probe_dist_type type;
+	double param;  /* zipf's theta, pareto's h, normal's deviation in percent */
+	double center; /* zipf, pareto, normal: 0..1 where the hot spot is, -1: random */
+	unsigned n_zones;
+	struct {
+		unsigned access_pct; /* share of the I/Os, the zones' add up to 100 */
+		uint64_t size;	     /* zoned: percent of the region; zoned_abs: bytes */
+	} zones[PROBE_DIST_ZONES_MAX];
+};
+
 /* Where a probe's budget keys and interval were set (0: not given; a key
  * inherited from [global] has the [global] line), for the fitting notices. */
 struct probe_key_lines {
@@ -76,14 +98,15 @@ struct probe_config {
 	unsigned line; /* line of the [section] header */
 	enum probe_rw rw;
 	enum probe_engine ioengine;
-	uint64_t bs;			       /* bytes, 512..16 MiB, multiple of 512: the largest I/O */
-	uint64_t bs_rw[_PROBE_DIR_MAX];	       /* bs= of reads and writes (fio's "4k,8k") */
-	struct probe_bs bsdir[_PROBE_DIR_MAX]; /* the sizes each direction uses */
-	uint64_t blockalign;		       /* random offsets' alignment, 0: the smallest I/O */
-	uint64_t size;			       /* region of each file, or of a raw device (0: whole device) */
-	uint64_t filesize;		       /* size of each probe file, 0: from size */
-	unsigned nrfiles;		       /* probe files, 1..1024 */
-	uint64_t offset;		       /* start of the I/O region in each file or the device */
+	uint64_t bs;				/* bytes, 512..16 MiB, multiple of 512: the largest I/O */
+	uint64_t bs_rw[_PROBE_DIR_MAX];		/* bs= of reads and writes (fio's "4k,8k") */
+	struct probe_bs bsdir[_PROBE_DIR_MAX];	/* the sizes each direction uses */
+	struct probe_dist dist[_PROBE_DIR_MAX]; /* random offsets of each direction */
+	uint64_t blockalign;			/* random offsets' alignment, 0: the smallest I/O */
+	uint64_t size;			     /* region of each file, or of a raw device (0: whole device) */
+	uint64_t filesize;		     /* size of each probe file, 0: from size */
+	unsigned nrfiles;		     /* probe files, 1..1024 */
+	uint64_t offset;		     /* start of the I/O region in each file or the device */
 	uint64_t offset_increment;	     /* job N starts at offset + N * this (0: see probe_job_region) */
 	uint64_t io_size;		     /* --once: bytes per job and loop when not time_based, 0: size */
 	char *directory;		     /* file target: DIRECTORY/.iopsd/NAME.dat */

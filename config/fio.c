@@ -493,3 +493,134 @@ int fio_layout(const struct probe_config *pc, uint64_t device_size, struct fio_l
 	*ret = l;
 	return 0;
 }
+
+/* "0.5" or "" into a double in [lo, hi]. */
+static int parse_real(const char *s, double lo, double hi, double *ret)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* zoned:60/10:30/20:10/70 (percent of I/Os / percent of the region) or
+ * zoned_abs:60/20m:40/1g (sizes). */
+static int parse_zones(char *list, bool is_abs, struct probe_dist *ret)
+{
+	unsigned access = 0;
+	uint64_t size = 0;
+	char *save = NULL;
+
+	for (char *z = strtok_r(list, ":", &save); z; z = strtok_r(NULL, ":", &save)) {
+		char *slash = strchr(z, '/');
+		uint64_t a, sz;
+
+		if (!slash || ret->n_zones == PROBE_DIST_ZONES_MAX) {
+			return -EINVAL;
+		}
+		*slash = '\0';
+		if (parse_uint64(z, &a) < 0 || a > 100 ||
+		    (is_abs ? parse_size(slash + 1, &sz) : parse_uint64(slash + 1, &sz)) < 0 || sz == 0 ||
+		    (!is_abs && sz > 100)) {
+			return -EINVAL;
+		}
+		ret->zones[ret->n_zones].access_pct = (unsigned)a;
+		ret->zones[ret->n_zones].size = sz;
+		ret->n_zones++;
+		access += (unsigned)a;
+		size += sz;
+	}
+	/* as fio: the I/Os add up to 100%, the zones to at most the region */
+	return ret->n_zones > 0 && access == 100 && (is_abs || size <= 100) ? 0 : -EINVAL;
+}
+
+/* One direction's spec: random, zipf:THETA[:CENTER], pareto:H[:CENTER],
+ * normal:DEV[:CENTER], zoned:..., zoned_abs:... */
+static int parse_dist(char *s, struct probe_dist *ret)
+{
+	static const struct {
+		const char *name;
+		enum probe_dist_type type;
+		double lo, hi;
+	} kinds[] = {
+	    {"zipf", PROBE_DIST_ZIPF, 0.0, 1e3},
+	    {"pareto", PROBE_DIST_PARETO, 0.0, 1.0},
+	    {"normal", PROBE_DIST_NORMAL, 0.0, 100.0},
+	    {"gauss", PROBE_DIST_NORMAL, 0.0, 100.0},
+	};
+	struct probe_dist d = {.type = PROBE_DIST_RANDOM, .center = -1};
+	char *colon = strchr(s, ':'), *center;
+
+	if (strcmp(s, "random") == 0) {
+		*ret = d;
+		return 0;
+	}
+	if (!colon) {
+		return -EINVAL;
+	}
+	*colon++ = '\0';
+	if (strcmp(s, "zoned") == 0 || strcmp(s, "zoned_abs") == 0) {
+		d.type = strcmp(s, "zoned") == 0 ? PROBE_DIST_ZONED : PROBE_DIST_ZONED_ABS;
+		if (parse_zones(colon, d.type == PROBE_DIST_ZONED_ABS, &d) < 0) {
+			return -EINVAL;
+		}
+		*ret = d;
+		return 0;
+	}
+	center = strchr(colon, ':');
+	if (center) {
+		*center++ = '\0';
+	}
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+		if (strcmp(s, kinds[i].name) != 0) {
+			continue;
+		}
+		d.type = kinds[i].type;
+		/* zipf's theta 1 divides by zero in the generator; pareto's h is in (0, 1) */
+		if (parse_real(colon, kinds[i].lo, kinds[i].hi, &d.param) < 0 ||
+		    (d.type != PROBE_DIST_NORMAL && d.param <= 0) ||
+		    (d.type == PROBE_DIST_ZIPF && d.param == 1.0) ||
+		    (d.type == PROBE_DIST_PARETO && d.param >= 1.0) ||
+		    (center && parse_real(center, 0.0, 1.0, &d.center) < 0)) {
+			return -EINVAL;
+		}
+		*ret = d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int fio_parse_random_distribution(const char *key, const char *value, struct probe_dist ret[_PROBE_DIR_MAX],
+				  char *err, size_t len)
+{
+	char buf[1024], *parts[MAX_PARTS];
+	struct probe_dist v[_PROBE_DIR_MAX];
+	int n = split_dirs(value, buf, sizeof(buf), parts);
+
+	for (int d = 0; n > 0 && d < _PROBE_DIR_MAX; d++) {
+		char part[1024];
+
+		/* parse_dist() cuts its string up: each direction its own copy */
+		snprintf(part, sizeof(part), "%s", parts[n == 1 || d >= n ? 0 : d]);
+		if (parse_dist(part, &v[d]) < 0) {
+			n = -1;
+		}
+	}
+	if (n < 0) {
+		return fail(
+		    err, len,
+		    "invalid value '%s' for %s: expected random, zipf:THETA, pareto:H, normal:DEV (each "
+		    "with an optional :CENTER), zoned:IO%%/SIZE%%:... (the I/O shares add up to 100) or "
+		    "zoned_abs:IO%%/SIZE:..., or READ,WRITE of them",
+		    value, key);
+	}
+	ret[0] = v[0];
+	ret[1] = v[1];
+	return 0;
+}

@@ -27,6 +27,12 @@ int fio_parse_bssplit(const char *key, const char *value, struct probe_bs ret[_P
  * writes ("300,300,300"); different values per direction are refused. */
 int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *ret, char *err, size_t len);
 
+/* random_distribution=zipf:1.2, pareto:0.2, normal:10, zoned:50/5:50/95,
+ * zoned_abs:60/1g:40/9g, random, each with fio's optional :CENTER (not
+ * zoned), one for both directions or READ,WRITE. */
+int fio_parse_random_distribution(const char *key, const char *value, struct probe_dist ret[_PROBE_DIR_MAX],
+				  char *err, size_t len);
+
 /* rw=randread etc.; trims and "MODE:N" offset modifiers are refused. */
 int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *err, size_t len);
 

@@ -8,8 +8,11 @@
 #include "macro.h"
 #include "probe.h"
 
-void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout)
+void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout,
+		uint64_t seed)
 {
+	uint64_t nranges;
+
 	*g = (struct iogen){
 	    .rw = pc->rw,
 	    .rwmixread = pc->rwmixread,
@@ -35,6 +38,11 @@ void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio
 		uint64_t r = g->bs[PROBE_DIR_READ].min, w = g->bs[PROBE_DIR_WRITE].min;
 
 		g->align = !probe_rw_writes(pc->rw) ? r : !probe_rw_reads(pc->rw) ? w : r < w ? r : w;
+	}
+	/* a random job's region is the whole layout's (probe_job_region()) */
+	nranges = layout->region >= g->bs_max ? (layout->region - g->bs_max) / g->align + 1 : 1;
+	for (int d = 0; d < _PROBE_DIR_MAX; d++) {
+		iogen_dist_init(&g->dist[d], &pc->dist[d], nranges, g->align, seed + (uint64_t)d);
 	}
 }
 
@@ -122,7 +130,11 @@ void iogen_next(struct iogen *g, struct iogen_job *j, struct iogen_io *ret)
 	if (probe_rw_is_random(g->rw)) {
 		uint64_t slots = (j->region_len - io.len) / g->align + 1;
 
-		io.offset = j->region_start + probe_rng_below(&j->rng, slots) * g->align;
+		if (g->dist[d].type == PROBE_DIST_RANDOM || g->dist[d].nranges > slots) {
+			io.offset = j->region_start + probe_rng_below(&j->rng, slots) * g->align;
+		} else {
+			io.offset = j->region_start + iogen_dist_next(&g->dist[d], &j->rng) * g->align;
+		}
 	} else {
 		io.offset = probe_sequential_offset(&j->cursors[(size_t)io.file * _PROBE_DIR_MAX + d],
 						    j->region_start, j->region_len, io.len);

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "fio.h"
+#include "iogen_dist.h"
 
 /* What every job of a run shares. */
 struct iogen {
@@ -20,7 +21,8 @@ struct iogen {
 	uint64_t bs_max;		    /* the largest I/O (buffers, rewrite's grid) */
 	uint64_t align;			    /* random offsets' alignment */
 	struct fio_layout layout;
-	uint64_t shared_block; /* atomic: rewrite's common sequential position */
+	struct iogen_dist dist[_PROBE_DIR_MAX]; /* random_distribution of each direction */
+	uint64_t shared_block;			/* atomic: rewrite's common sequential position */
 };
 
 /* One job's own state. */
@@ -37,8 +39,10 @@ struct iogen_io {
 	uint64_t offset, len;
 };
 
-/* Set *g up from the probe's keys and its layout (fio_layout()). */
-void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout);
+/* Set *g up from the probe's keys and its layout (fio_layout()); `seed`
+ * places the hot spots of random_distribution without a center. */
+void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout,
+		uint64_t seed);
 
 /* Job `job`'s region and state, its PRNG seeded from `seed`. Returns 0 or
  * -ENOMEM; *ret_len-style failures (a region too small) are -EINVAL. */

@@ -1181,7 +1181,7 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (k < 0) {
 		return k;
 	}
-	iogen_init(&r->gen, &r->layout_pc, &layout);
+	iogen_init(&r->gen, &r->layout_pc, &layout, r->seed);
 	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
 		set_message(res->message, sizeof(res->message),
 			    "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,

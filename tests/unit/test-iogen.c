@@ -41,7 +41,7 @@ static void setup(struct probe_config *pc, struct iogen *g)
 
 	fio_resolve_bs(pc);
 	assert_int_equal(fio_layout(pc, 0, &l, err, sizeof(err)), 0);
-	iogen_init(g, pc, &l);
+	iogen_init(g, pc, &l, 1);
 }
 
 static void test_bssplit_sizes_follow_their_weights(void **state)
