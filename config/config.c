@@ -515,7 +515,7 @@ static bool set_probe_special(struct parser *p, const struct config_key *k, stru
 
 	switch (k->special) {
 	case CONFIG_SPECIAL_RW:
-		return fio_ok(p, fio_parse_rw(key, value, &pc->rw, err, sizeof(err)), err);
+		return fio_ok(p, fio_parse_rw(key, value, pc, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_IOENGINE:
 		return fio_ok(p, fio_parse_ioengine(value, &pc->ioengine, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_BS:

@@ -102,7 +102,9 @@ struct probe_config {
 	uint64_t bs_rw[_PROBE_DIR_MAX];		/* bs= of reads and writes (fio's "4k,8k") */
 	struct probe_bs bsdir[_PROBE_DIR_MAX];	/* the sizes each direction uses */
 	struct probe_dist dist[_PROBE_DIR_MAX]; /* random offsets of each direction */
-	uint64_t blockalign;			/* random offsets' alignment, 0: the smallest I/O */
+	int64_t rw_seq_add;		     /* rw=read:8k: bytes skipped after each I/O (< 0: backwards) */
+	unsigned rw_seq_nr;		     /* rw=randread:8: I/Os per new random offset, 0: each */
+	uint64_t blockalign;		     /* random offsets' alignment, 0: the smallest I/O */
 	uint64_t size;			     /* region of each file, or of a raw device (0: whole device) */
 	uint64_t filesize;		     /* size of each probe file, 0: from size */
 	unsigned nrfiles;		     /* probe files, 1..1024 */

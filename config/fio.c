@@ -257,31 +257,56 @@ int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *r
 	return 0;
 }
 
-int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *err, size_t len)
+/* The ":N" of rw=MODE:N: a count of I/Os for a random mode, a size (may be
+ * negative: backwards) to skip after each I/O for a sequential one. */
+static int parse_rw_modifier(const char *key, const char *value, const char *mod, struct probe_config *pc,
+			     char *err, size_t len)
+{
+	uint64_t v;
+
+	if (probe_rw_is_random(pc->rw)) {
+		if (parse_uint64(mod, &v) < 0 || v == 0 || v > UINT32_MAX) {
+			return fail(err, len,
+				    "%s=%s: the I/Os before a new random offset must be a count from 1", key,
+				    value);
+		}
+		pc->rw_seq_nr = (unsigned)v;
+		return 0;
+	}
+	if (pc->rw == PROBE_RW_REWRITE || parse_size(mod + (*mod == '-'), &v) < 0 || v > INT64_MAX / 2) {
+		return fail(err, len,
+			    "%s=%s: expected MODE:SIZE (a hole after each I/O, -SIZE going backwards)", key,
+			    value);
+	}
+	pc->rw_seq_add = *mod == '-' ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+int fio_parse_rw(const char *key, const char *value, struct probe_config *pc, char *err, size_t len)
 {
 	static const char *const trims[] = {"trim", "randtrim", "trimwrite", "randtrimwrite"};
+	char mode[64];
+	const char *colon = strchr(value, ':');
 	int r;
 
-	if (strchr(value, ':')) {
-		return fail(err, len,
-			    "%s=%s: the ':' offset modifier (holes, or going backwards) is not supported",
-			    key, value);
-	}
+	snprintf(mode, sizeof(mode), "%.*s", colon ? (int)(colon - value) : (int)strlen(value), value);
 	for (size_t i = 0; i < ELEMENTSOF(trims); i++) {
-		if (strcmp(value, trims[i]) == 0) {
+		if (strcmp(mode, trims[i]) == 0) {
 			return fail(err, len, "%s=%s is refused: iopsd never trims (discards) blocks", key,
 				    value);
 		}
 	}
-	r = probe_rw_from_string(value);
+	r = probe_rw_from_string(mode);
 	if (r < 0) {
 		return fail(err, len,
 			    "invalid value '%s' for %s: expected read, write, randread, randwrite, rw, "
-			    "randrw or rewrite",
+			    "randrw or rewrite, with fio's optional :N offset modifier",
 			    value, key);
 	}
-	*ret = (enum probe_rw)r;
-	return 0;
+	pc->rw = (enum probe_rw)r;
+	pc->rw_seq_add = 0;
+	pc->rw_seq_nr = 0;
+	return colon ? parse_rw_modifier(key, value, colon + 1, pc, err, len) : 0;
 }
 
 /* Engines that are not a disk, by what they do instead. */
@@ -525,9 +550,14 @@ static int parse_zones(char *list, bool is_abs, struct probe_dist *ret)
 			return -EINVAL;
 		}
 		*slash = '\0';
-		if (parse_uint64(z, &a) < 0 || a > 100 ||
-		    (is_abs ? parse_size(slash + 1, &sz) : parse_uint64(slash + 1, &sz)) < 0 || sz == 0 ||
-		    (!is_abs && sz > 100)) {
+		if (!is_abs && slash[1] == '\0' && size < 100) {
+			sz = 100 - size; /* "20/": the rest of the region, as fio */
+		} else if (parse_uint64(z, &a) < 0 ||
+			   (is_abs ? parse_size(slash + 1, &sz) : parse_uint64(slash + 1, &sz)) < 0 ||
+			   sz == 0 || (!is_abs && sz > 100)) {
+			return -EINVAL;
+		}
+		if (parse_uint64(z, &a) < 0 || a > 100) {
 			return -EINVAL;
 		}
 		ret->zones[ret->n_zones].access_pct = (unsigned)a;

@@ -33,8 +33,10 @@ int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *r
 int fio_parse_random_distribution(const char *key, const char *value, struct probe_dist ret[_PROBE_DIR_MAX],
 				  char *err, size_t len);
 
-/* rw=randread etc.; trims and "MODE:N" offset modifiers are refused. */
-int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *err, size_t len);
+/* rw=randread etc. into pc->rw, with fio's "MODE:N" offset modifier
+ * (pc->rw_seq_nr for random modes, pc->rw_seq_add for sequential ones);
+ * trims are refused. */
+int fio_parse_rw(const char *key, const char *value, struct probe_config *pc, char *err, size_t len);
 
 /* ioengine=libaio, sync, psync and their synchronous relatives; engines
  * that do not measure a disk are refused with the reason. */

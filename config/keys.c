@@ -170,7 +170,8 @@ const struct config_key config_keys[] = {
 
     /* probe keys: fio's, honoured */
     PROBE("rw", "readwrite", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_RW, rw, 0, 0, 0,
-	  "read, write, randread, randwrite, rw, randrw, rewrite; trims and offset modifiers are refused"),
+	  "read, write, randread, randwrite, rw, randrw, rewrite, with fio's :N offset modifier; trims are "
+	  "refused"),
     PROBE("bs", "blocksize", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_BS, bs_rw, 512, 16 * MIB, 0,
 	  "I/O size; READ,WRITE sizes as in fio"),
     PROBE("bsrange", "blocksize_range", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_BSRANGE, bsdir, 512,
@@ -380,7 +381,8 @@ const struct config_key config_keys[] = {
     REFUSED("percentage_random", NULL, "100",
 	    "mixing sequential and random offsets in one job is not supported: use two probes"),
     REFUSED("rw_sequencer", NULL, "sequential",
-	    "only used with rw=MODE:N offset modifiers, which iopsd refuses"),
+	    "identical (the same offset again between random ones) is not supported; sequential, fio's "
+	    "default, is"),
     REFUSED("file_service_type", NULL, "roundrobin", "iopsd uses a job's files round robin (fio's default)"),
     REFUSED("bs_unaligned", NULL, "0", "O_DIRECT needs I/O sizes that are multiples of the sector size"),
     REFUSED("fdatasync", NULL, "0", "fdatasync is not supported: use fsync="),

@@ -22,6 +22,8 @@ struct iogen {
 	uint64_t align;			    /* random offsets' alignment */
 	struct fio_layout layout;
 	struct iogen_dist dist[_PROBE_DIR_MAX]; /* random_distribution of each direction */
+	int64_t seq_add;			/* rw=read:8k */
+	unsigned seq_nr;			/* rw=randread:8 */
 	uint64_t shared_block;			/* atomic: rewrite's common sequential position */
 };
 
@@ -31,6 +33,8 @@ struct iogen_job {
 	uint64_t region_start, region_len;
 	uint64_t *cursors; /* sequential positions: [file][read, write] */
 	unsigned next_file;
+	unsigned seq_count;		   /* rw=randread:N: I/Os since the last random offset */
+	uint64_t last_end[_PROBE_DIR_MAX]; /* ... and where the last one ended (absolute) */
 };
 
 struct iogen_io {
@@ -51,6 +55,12 @@ void iogen_job_done(struct iogen_job *j);
 
 /* The next I/O of the job. */
 void iogen_next(struct iogen *g, struct iogen_job *j, struct iogen_io *ret);
+
+/* fio's sequential offset with an offset modifier: the next I/O (of
+ * `io_len`) starts `add` bytes after the end of the last (before it when
+ * negative); *last_end is relative to the region, 0 at the start. Wraps to
+ * the region's start, or going backwards to its end. */
+uint64_t iogen_seq_offset_add(uint64_t *last_end, uint64_t region_len, uint64_t io_len, int64_t add);
 
 /* One I/O size from `b`: its bssplit by weight, else a multiple of min up
  * to max (fio's bsrange), else the fixed size. */

@@ -260,7 +260,7 @@ static void test_refused_keys_name_file_line_key_and_reason(void **state)
 	    {"[j]\ndirectory=/d\nrw=trim\n", 3, "rw=trim is refused: iopsd never trims"},
 	    {"[j]\ndirectory=/d\nzonemode=zbd\n", 3, "zonemode=zbd is refused: zoned"},
 	    {"[j]\ndirectory=/d\nthinktime=100\n", 3, "thinktime=100 is refused"},
-	    {"[j]\ndirectory=/d\nrw=read:8k\n", 3, "rw=read:8k: the ':' offset modifier"},
+	    {"[j]\ndirectory=/d\nrw=read:8x\n", 3, "rw=read:8x: expected MODE:SIZE"},
 	    {"[j]\ndirectory=/d\nrate=1m,500k\n", 3, "separate read and write rates are not supported"},
 	    {"[j]\ndirectory=/d\nbssplit=4k/50:8k/40\n", 3, "the percentages add up to 90, not 100"},
 	    {"[j]\nfilename=/dev/null\n", 2, "is a character device"},
