@@ -107,7 +107,7 @@ struct probe_config {
 	uint64_t blockalign;		     /* random offsets' alignment, 0: the smallest I/O */
 	uint64_t size;			     /* region of each file, or of a raw device (0: whole device) */
 	uint64_t filesize;		     /* size of each probe file, 0: from size */
-	unsigned nrfiles;		     /* probe files, 1..1024 */
+	unsigned nrfiles;		     /* probe files, 1.. (max_probe_memory bounds them) */
 	uint64_t offset;		     /* start of the I/O region in each file or the device */
 	uint64_t offset_increment;	     /* job N starts at offset + N * this (0: see probe_job_region) */
 	uint64_t io_size;		     /* --once: bytes per job and loop when not time_based, 0: size */
@@ -184,7 +184,7 @@ struct config {
 	uint64_t connection_timeout_usec;
 	unsigned max_devices;
 	uint64_t max_history_memory; /* bytes: one device's history must fit */
-	uint64_t max_probe_memory;   /* bytes: bs * iodepth * numjobs summed over probes */
+	uint64_t max_probe_memory;   /* bytes: I/O buffers and per-file state summed over probes */
 	uint64_t max_history_points; /* points in one /api/v1/history answer */
 
 	struct probe_config *probes;
@@ -213,6 +213,10 @@ int config_load_file(const char *path, struct config_errors *errs, struct config
 
 /* Same, from text in memory; `name` is used as FILE in messages. */
 int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret);
+
+/* What a probe's files cost in memory (a descriptor per file, a read and a
+ * write position per file per job): counted against max_probe_memory. */
+uint64_t config_probe_file_bytes(const struct probe_config *pc);
 
 /* The embedded default: every device sampled, one gentle 4k random-read
  * probe on the state directory's filesystem. */

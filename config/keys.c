@@ -186,7 +186,7 @@ const struct config_key config_keys[] = {
 	  "the region the jobs share; fio's is per job, see SIZE"),
     PROBE("filesize", NULL, NULL, CONFIG_KIND_SIZE, CONFIG_SPECIAL_NONE, filesize, 512, TIB,
 	  CONFIG_SEEN_FILESIZE, "size of each probe file"),
-    PROBE("nrfiles", "nr_files", NULL, CONFIG_KIND_UINT, CONFIG_SPECIAL_NONE, nrfiles, 1, 1024,
+    PROBE("nrfiles", "nr_files", NULL, CONFIG_KIND_UINT, CONFIG_SPECIAL_NONE, nrfiles, 1, UINT32_MAX,
 	  CONFIG_SEEN_NRFILES, "probe files, used round robin"),
     PROBE("directory", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_DIRECTORY, directory, 0, 0,
 	  CONFIG_SEEN_DIRECTORY, "probe file DIR/.iopsd/PROBE.dat"),

@@ -1145,6 +1145,12 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				    "laying out %s took longer than %" PRIu64 " s", r->target,
 				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
 		}
+		if (k == -EMFILE) {
+			set_message(res->message, sizeof(res->message),
+				    "%s: nrfiles=%u needs as many open files, more than this process may have "
+				    "(ulimit -n, LimitNOFILE= in the unit)",
+				    r->target, r->n_fds);
+		}
 		if (k < 0) {
 			return k;
 		}

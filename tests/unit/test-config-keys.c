@@ -414,6 +414,23 @@ static void test_runbook_jobs_load_unchanged(void **state)
 	}
 }
 
+/* fio-examples' filecreate-ioengine asks nrfiles=31250: as many files as
+ * max_probe_memory holds load, more are refused by it, not by a constant. */
+static void test_nrfiles_is_bounded_by_max_probe_memory(void **state)
+{
+	struct config *cfg = load_ok("[many]\ndirectory=/d\nnrfiles=31250\nfilesize=4k\nnumjobs=4\n");
+	char msg[1024];
+
+	assert_int_equal(cfg->probes[0].nrfiles, 31250);
+	assert_int_equal(config_probe_file_bytes(&cfg->probes[0]), 31250 * (4 + 16 * 4));
+	config_free(cfg);
+	assert_int_equal(load_fails("[global]\nmax_probe_memory=16m\n[many]\ndirectory=/d\nnrfiles=1000000\n"
+				    "filesize=4k\nnumjobs=2\n",
+				    msg, sizeof(msg)),
+			 3);
+	assert_non_null(strstr(msg, "more than max_probe_memory=16.0 MiB"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +445,7 @@ int main(void)
 	    cmocka_unit_test(test_an_explicit_interval_is_not_fitted),
 	    cmocka_unit_test(test_filename_of_a_file_becomes_a_probe_file_with_a_notice),
 	    cmocka_unit_test(test_runbook_jobs_load_unchanged),
+	    cmocka_unit_test(test_nrfiles_is_bounded_by_max_probe_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
