@@ -524,6 +524,8 @@ static bool set_probe_special(struct parser *p, const struct config_key *k, stru
 		return fio_ok(p, fio_parse_bsrange(key, value, pc->bsdir, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_BSSPLIT:
 		return fio_ok(p, fio_parse_bssplit(key, value, pc->bsdir, err, sizeof(err)), err);
+	case CONFIG_SPECIAL_WORKLOAD:
+		return fio_ok(p, fio_parse_workload(k->name, key, value, &pc->wl, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_RANDOM_DISTRIBUTION:
 		return fio_ok(p, fio_parse_random_distribution(key, value, pc->dist, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_RATE:

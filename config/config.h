@@ -87,6 +87,31 @@ struct probe_dist {
 	} zones[PROBE_DIST_ZONES_MAX];
 };
 
+/* fio's workload keys beyond the I/O pattern: pacing, pauses, the content
+ * of writes and I/O priorities (config/fio.h: fio_parse_workload()). */
+#define PROBE_PATTERN_MAX 512
+struct probe_workload {
+	bool is_poisson;		    /* rate_process=poisson */
+	uint64_t thinktime_usec;	    /* pause after each thinktime_blocks I/Os */
+	uint64_t thinktime_spin_usec;	    /* of which spent spinning on the CPU */
+	unsigned thinktime_blocks;	    /* 0: 1 */
+	bool is_thinktime_issue;	    /* thinktime_blocks_type=issue (else complete) */
+	uint64_t thinktime_iotime_usec;	    /* pause only after this much I/O time */
+	uint8_t pattern[PROBE_PATTERN_MAX]; /* buffer_pattern */
+	unsigned pattern_len;		    /* 0: none */
+	unsigned compress_pct;		    /* buffer_compress_percentage */
+	uint64_t compress_chunk;	    /* buffer_compress_chunk, 0: 512 */
+	unsigned dedupe_pct;		    /* dedupe_percentage */
+	bool is_dedupe_working_set;	    /* dedupe_mode=working_set (else repeat) */
+	unsigned dedupe_ws_pct;		    /* dedupe_working_set_percentage, 0: 5 */
+	bool is_dedupe_global;		    /* dedupe_global */
+	unsigned prioclass, prio;	    /* ioprio of the job's I/O, when has_*: */
+	bool has_prioclass, has_prio;
+	unsigned cmdprio_pct[_PROBE_DIR_MAX]; /* cmdprio_percentage */
+	unsigned cmdprio_class[_PROBE_DIR_MAX], cmdprio[_PROBE_DIR_MAX];
+	bool has_cmdprio_class[_PROBE_DIR_MAX], has_cmdprio[_PROBE_DIR_MAX];
+};
+
 /* Where a probe's budget keys and interval were set (0: not given; a key
  * inherited from [global] has the [global] line), for the fitting notices. */
 struct probe_key_lines {
@@ -102,8 +127,9 @@ struct probe_config {
 	uint64_t bs_rw[_PROBE_DIR_MAX];		/* bs= of reads and writes (fio's "4k,8k") */
 	struct probe_bs bsdir[_PROBE_DIR_MAX];	/* the sizes each direction uses */
 	struct probe_dist dist[_PROBE_DIR_MAX]; /* random offsets of each direction */
-	int64_t rw_seq_add;		     /* rw=read:8k: bytes skipped after each I/O (< 0: backwards) */
-	unsigned rw_seq_nr;		     /* rw=randread:8: I/Os per new random offset, 0: each */
+	int64_t rw_seq_add; /* rw=read:8k: bytes skipped after each I/O (< 0: backwards) */
+	unsigned rw_seq_nr; /* rw=randread:8: I/Os per new random offset, 0: each */
+	struct probe_workload wl;
 	uint64_t blockalign;		     /* random offsets' alignment, 0: the smallest I/O */
 	uint64_t size;			     /* region of each file, or of a raw device (0: whole device) */
 	uint64_t filesize;		     /* size of each probe file, 0: from size */

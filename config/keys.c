@@ -78,17 +78,10 @@
 #define WHY_VERIFY                                                                                           \
 	"iopsd never verifies data: a probe measures the device, and reading back to compare would "         \
 	"change what it measures"
-#define WHY_TRIM  "iopsd never trims (discards) blocks: it measures reads and writes"
-#define WHY_ZONED "zoned block devices and zone modes are not supported: iopsd probes a whole region"
-#define WHY_DATA                                                                                             \
-	"iopsd writes incompressible, non-repeating data, so a compressing or deduplicating device "         \
-	"cannot do less work than the probe asks"
+#define WHY_TRIM   "iopsd never trims (discards) blocks: it measures reads and writes"
+#define WHY_ZONED  "zoned block devices and zone modes are not supported: iopsd probes a whole region"
 #define WHY_REPLAY "replaying an I/O trace: iopsd generates its own I/O from the job's keys"
-#define WHY_THINK  "pauses between I/Os: iopsd issues back to back; pace a probe with rate_iops or rate"
 #define WHY_LATTGT "searches for the queue depth that meets a latency target: iopsd runs the iodepth given"
-#define WHY_PRIO                                                                                             \
-	"sets the I/O priority of the job's I/O: iopsd's probes run at the daemon's I/O priority "           \
-	"(IOSchedulingClass= in its unit)"
 #define WHY_NET	   "an option of fio's network and remote-storage engines, which do not measure a local disk"
 #define WHY_URING  "an option of fio's io_uring engines: iopsd's engine chooses its own submission settings"
 #define WHY_ENGINE "an option of a fio engine that does not measure a disk (refused with ioengine=)"
@@ -390,23 +383,34 @@ const struct config_key config_keys[] = {
     REFUSED("atomic", NULL, "0", WHY_SYNC),
     REFUSED("write_barrier", NULL, "0", WHY_SYNC),
     REFUSED("sync_file_range", NULL, NULL, WHY_SYNC),
-    REFUSED("thinktime", NULL, "0", WHY_THINK),
-    REFUSED("thinktime_spin", NULL, "0", WHY_THINK),
-    REFUSED("thinktime_blocks", NULL, "1", WHY_THINK),
-    REFUSED("thinktime_blocks_type", NULL, "complete", WHY_THINK),
-    REFUSED("thinktime_iotime", NULL, "0", WHY_THINK),
-    REFUSED("rate_process", NULL, "linear",
-	    "iopsd paces I/O evenly (fio's linear), not as a Poisson process"),
+    PROBE("thinktime", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a pause after each thinktime_blocks I/Os (fio's; a bare number is microseconds)"),
+    PROBE("thinktime_spin", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the part of thinktime spent spinning on the CPU"),
+    PROBE("thinktime_blocks", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "I/Os between pauses (1)"),
+    PROBE("thinktime_blocks_type", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "complete (a pause after that many completed, draining first) or issue"),
+    PROBE("thinktime_iotime", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a pause also after this much I/O time (a bare number is seconds)"),
+    PROBE("rate_process", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "linear, or poisson: rate_iops as a Poisson process (exponential gaps)"),
     REFUSED("latency_target", NULL, "0", WHY_LATTGT),
     REFUSED("latency_window", NULL, "0", WHY_LATTGT),
     REFUSED("latency_percentile", NULL, "100", WHY_LATTGT),
     REFUSED("latency_run", NULL, "0", WHY_LATTGT),
-    REFUSED("prio", NULL, NULL, WHY_PRIO),
-    REFUSED("prioclass", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio_percentage", NULL, "0", WHY_PRIO),
-    REFUSED("cmdprio_class", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio_bssplit", NULL, NULL, WHY_PRIO),
+    PROBE("prio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the job's I/O priority level 0..7 (ioprio_set(2)), with prioclass"),
+    PROBE("prioclass", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the job's I/O priority class: 1 realtime, 2 best effort, 3 idle"),
+    PROBE("cmdprio_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "share of the I/Os sent with cmdprio_class/cmdprio (per I/O priority), READ,WRITE"),
+    PROBE("cmdprio_class", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "class of those I/Os, READ,WRITE"),
+    PROBE("cmdprio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "level of those I/Os, READ,WRITE"),
+    REFUSED("cmdprio_bssplit", NULL, NULL,
+	    "priorities by I/O size are not supported: use cmdprio_percentage"),
     REFUSED("cgroup", NULL, NULL, "iopsd never creates cgroups: run its unit in the slice to measure from"),
     REFUSED("cgroup_weight", NULL, NULL,
 	    "iopsd never creates cgroups: run its unit in the slice to measure from"),
@@ -426,14 +430,21 @@ const struct config_key config_keys[] = {
     REFUSED("merge_blktrace_file", NULL, NULL, WHY_REPLAY),
     REFUSED("merge_blktrace_scalars", NULL, NULL, WHY_REPLAY),
     REFUSED("merge_blktrace_iters", NULL, NULL, WHY_REPLAY),
-    REFUSED("zero_buffers", NULL, "0", WHY_DATA),
-    REFUSED("buffer_pattern", NULL, NULL, WHY_DATA),
-    REFUSED("buffer_compress_percentage", NULL, "0", WHY_DATA),
-    REFUSED("buffer_compress_chunk", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_percentage", NULL, "0", WHY_DATA),
-    REFUSED("dedupe_mode", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_working_set_percentage", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_global", NULL, "0", WHY_DATA),
+    REFUSED("zero_buffers", NULL, "0", "spell zeroed buffers buffer_pattern=0x00, which iopsd honours"),
+    PROBE("buffer_pattern", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "write buffers filled with this pattern (0xHEX, \"string\", a number)"),
+    PROBE("buffer_compress_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "write buffers compressible to this percent (the rest of each chunk the pattern or zeros)"),
+    PROBE("buffer_compress_chunk", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the unit of buffer_compress_percentage (512)"),
+    PROBE("dedupe_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "share of writes that repeat an earlier buffer"),
+    PROBE("dedupe_mode", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "repeat (the last buffers) or working_set"),
+    PROBE("dedupe_working_set_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0,
+	  0, "working_set: the share of the region the repeats come from (5)"),
+    PROBE("dedupe_global", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "repeats shared by the probe's jobs"),
     REFUSED("fill_device", "fill_fs", "0",
 	    "filling the filesystem or device is what iopsd promises never to do"),
     REFUSED("file_append", NULL, "0", "a probe writes inside its own laid-out file, never past its end"),

@@ -57,6 +57,7 @@ enum config_key_special {
 	CONFIG_SPECIAL_REGEX,
 	CONFIG_SPECIAL_CREDIT_RATE,
 	CONFIG_SPECIAL_RANDOM_DISTRIBUTION,
+	CONFIG_SPECIAL_WORKLOAD, /* fio_parse_workload() by the key's name */
 	_CONFIG_SPECIAL_MAX,
 };
 

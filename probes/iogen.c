@@ -2,6 +2,7 @@
 #include "iogen.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,4 +191,12 @@ uint64_t iogen_rate_bytes_due_ns(uint64_t start_ns, uint64_t bytes, uint64_t rat
 		return start_ns;
 	}
 	return start_ns + (uint64_t)((unsigned __int128)bytes * NSEC_PER_SEC / rate_bytes);
+}
+
+uint64_t iogen_poisson_gap_ns(uint64_t *rng, uint64_t rate)
+{
+	/* u in (0, 1]: -ln(u) / rate seconds */
+	double u = ((double)(probe_rng_next(rng) >> 11) + 1.0) * 0x1.0p-53;
+
+	return rate ? (uint64_t)(-log(u) * (double)NSEC_PER_SEC / (double)rate) : 0;
 }

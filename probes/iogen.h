@@ -66,6 +66,10 @@ uint64_t iogen_seq_offset_add(uint64_t *last_end, uint64_t region_len, uint64_t 
  * to max (fio's bsrange), else the fixed size. */
 uint64_t iogen_pick_bs(uint64_t *rng, const struct probe_bs *b);
 
+/* rate_process=poisson: the gap (ns) before the next I/O of a job paced at
+ * `rate` I/Os per second, exponentially distributed as fio draws it. */
+uint64_t iogen_poisson_gap_ns(uint64_t *rng, uint64_t rate);
+
 /* Absolute time (ns) at which a job that has issued `bytes` may issue more,
  * to move `rate_bytes` per second from `start_ns` (fio's rate=). */
 uint64_t iogen_rate_bytes_due_ns(uint64_t start_ns, uint64_t bytes, uint64_t rate_bytes);

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "engine.h"
 #include "fileio.h"
 #include "iogen.h"
+#include "iogen_buf.h"
 #include "probefile.h"
 #include "refcount.h"
 #include "timeutil.h"
@@ -74,6 +76,11 @@ struct job {
 	uint64_t last_ns;
 	struct probe_op_result op[_PROBE_OP_MAX];
 	struct fiostat_job fio;
+	struct iogen_buf_job buf; /* dedupe's repeats */
+	uint64_t poisson_due_ns;  /* rate_process=poisson: when the next I/O may go */
+	uint64_t think_ns;	  /* thinktime: when the last pause ended */
+	uint64_t think_issued;	  /* ... I/Os issued and completed since */
+	uint64_t think_completed;
 	cpu_set_t cpu;	   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
 	cpu_set_t allowed; /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
@@ -102,6 +109,7 @@ struct run {
 	dev_t directory_dev;
 	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
 	struct iogen gen;
+	struct iogen_buf buf; /* write content (buffer_pattern, dedupe, compress) */
 
 	int *fds; /* the probe files (nrfiles), or the raw device */
 	unsigned n_fds;
@@ -537,6 +545,23 @@ static void scramble(void *buf, uint64_t bs, uint64_t stamp)
 	}
 }
 
+/* ioprio_set(2)'s value of a class and level (linux/ioprio.h's
+ * IOPRIO_PRIO_VALUE). */
+#define PROBE_IOPRIO(cls, lvl) ((uint16_t)(((cls) << 13) | (lvl)))
+
+/* cmdprio_percentage: this I/O's own priority, 0 for the thread's. Class
+ * and level default to the highest, as in fio. */
+static uint16_t job_cmdprio(struct job *j, int d)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+
+	if (wl->cmdprio_pct[d] == 0 || probe_rng_below(&j->gen.rng, 100) >= wl->cmdprio_pct[d]) {
+		return 0;
+	}
+	return PROBE_IOPRIO(wl->has_cmdprio_class[d] ? wl->cmdprio_class[d] : 1,
+			    wl->has_cmdprio[d] ? wl->cmdprio[d] : 0);
+}
+
 /* Take the next data op from iogen and fill the slot. Returns the op. */
 static enum probe_op job_prep_io(struct job *j, struct slot *s)
 {
@@ -558,8 +583,15 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 	} else {
 		s->op = PROBE_OP_WRITE;
 		j->last_write_file = io.file;
-		scramble(s->buf, io.len, probe_rng_next(&j->gen.rng) ^ io.offset);
+		if (iogen_buf_is_default(&r->buf)) {
+			scramble(s->buf, io.len, probe_rng_next(&j->gen.rng) ^ io.offset);
+		} else {
+			iogen_buf_fill(
+			    &r->buf, s->buf, io.len,
+			    iogen_buf_seed(&r->buf, &j->buf, &j->gen.rng, probe_rng_next(&j->gen.rng)));
+		}
 	}
+	s->ioprio = job_cmdprio(j, io.is_read ? PROBE_DIR_READ : PROBE_DIR_WRITE);
 	return s->op;
 }
 
@@ -573,6 +605,7 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 	if (res == want && t < r->start_ns + r->ramp_ns) {
 		/* ramp_time: run, but kept out of the figures (as in fio) */
 	} else if (res == want) {
+		j->think_completed++;
 		o->ops++;
 		o->bytes += (uint64_t)want;
 		histogram_record(&o->lat, t - s->submit_ns);
@@ -743,7 +776,9 @@ static uint64_t job_rate_due_ns(const struct job *j, uint64_t issued)
 	const struct run *r = j->run;
 	uint64_t due = r->start_ns, b;
 
-	if (r->rate_iops) {
+	if (r->rate_iops && r->layout_pc.wl.is_poisson) {
+		due = j->poisson_due_ns;
+	} else if (r->rate_iops) {
 		due = probe_rate_due_ns(r->start_ns, issued, j->index, r->numjobs, r->rate_iops * r->numjobs);
 	}
 	if (r->rate_bytes) {
@@ -787,6 +822,37 @@ struct io_loop {
 	bool is_issuing, want_fsync;
 };
 
+/* thinktime: after thinktime_blocks I/Os (issued or completed, as
+ * thinktime_blocks_type says) or thinktime_iotime of I/O. */
+static bool job_think_due(const struct job *j, uint64_t now)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t blocks = wl->thinktime_blocks ? wl->thinktime_blocks : 1;
+
+	if (wl->thinktime_usec == 0) {
+		return false;
+	}
+	if (wl->thinktime_iotime_usec && now - j->think_ns >= wl->thinktime_iotime_usec * NSEC_PER_USEC) {
+		return true;
+	}
+	return (wl->is_thinktime_issue ? j->think_issued : j->think_completed) >= blocks;
+}
+
+/* The pause: thinktime_spin on the CPU, the rest asleep (a cancel ends it). */
+static void job_think(struct job *j)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+	uint64_t spin =
+	    wl->thinktime_spin_usec < wl->thinktime_usec ? wl->thinktime_spin_usec : wl->thinktime_usec;
+
+	while (now_nsec(CLOCK_MONOTONIC) - t0 < spin * NSEC_PER_USEC && !run_is_cancelled(j->run)) {
+	}
+	job_pace_wait(j, t0 + wl->thinktime_usec * NSEC_PER_USEC);
+	j->think_ns = now_nsec(CLOCK_MONOTONIC);
+	j->think_issued = j->think_completed = 0;
+}
+
 /* Fill the batch as far as the queue depth, the pace and number_ios allow;
  * an fsync=N fsync runs here, once the N writes before it completed. */
 static void job_fill_batch(struct job *j, struct io_loop *l)
@@ -812,6 +878,15 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 			}
 			continue;
 		}
+		if (job_think_due(j, l->now)) {
+			/* as fio: the I/Os in flight complete, then the pause */
+			if (l->inflight + j->n_batch > 0) {
+				break;
+			}
+			job_think(j);
+			l->now = now_nsec(CLOCK_MONOTONIC);
+			continue;
+		}
 		if (job_budget_spent(j, l->issued)) {
 			break;
 		}
@@ -828,6 +903,10 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 		j->batch[j->n_batch++] = s;
 		j->n_reaped = 0;
 		l->issued++;
+		j->think_issued++;
+		if (r->layout_pc.wl.is_poisson) {
+			j->poisson_due_ns += iogen_poisson_gap_ns(&j->gen.rng, r->rate_iops);
+		}
 	}
 }
 
@@ -1042,6 +1121,28 @@ static void job_loop(struct job *j)
 	}
 }
 
+/* prio and prioclass: the job thread's I/O priority, as fio sets its
+ * job's (best effort level 4 where one of them is not given). */
+static int job_set_ioprio(struct job *j)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	unsigned cls = wl->has_prioclass ? wl->prioclass : 2, lvl = wl->has_prio ? wl->prio : 4;
+
+	if (!wl->has_prio && !wl->has_prioclass) {
+		return 0;
+	}
+	/* IOPRIO_WHO_PROCESS (1) with 0: the calling thread */
+	if (syscall(SYS_ioprio_set, 1, 0, (int)PROBE_IOPRIO(cls, lvl)) < 0) {
+		int k = -errno;
+
+		set_message(j->message, sizeof(j->message), "prioclass=%u prio=%u: ioprio_set: %s%s", cls,
+			    lvl, strerror(-k),
+			    k == -EPERM ? " (the realtime class needs CAP_SYS_ADMIN)" : "");
+		return k;
+	}
+	return 0;
+}
+
 static void *job_main(void *userdata)
 {
 	struct job *j = userdata;
@@ -1059,6 +1160,9 @@ static void *job_main(void *userdata)
 		j->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	}
 	j->setup_error = job_setup(j);
+	if (j->setup_error == 0) {
+		j->setup_error = job_set_ioprio(j);
+	}
 	pthread_mutex_lock(&r->lock);
 	r->n_ready++;
 	pthread_cond_broadcast(&r->cond);
@@ -1072,6 +1176,8 @@ static void *job_main(void *userdata)
 		uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
 
 		j->fio.interval_ns = r->start_ns + r->ramp_ns;
+		j->poisson_due_ns = r->start_ns;
+		j->think_ns = r->start_ns;
 		job_rusage(j, -1);
 		job_loop(j);
 		job_rusage(j, 1);
@@ -1146,10 +1252,11 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				    (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
 		}
 		if (k == -EMFILE) {
-			set_message(res->message, sizeof(res->message),
-				    "%s: nrfiles=%u needs as many open files, more than this process may have "
-				    "(ulimit -n, LimitNOFILE= in the unit)",
-				    r->target, r->n_fds);
+			set_message(
+			    res->message, sizeof(res->message),
+			    "%s: nrfiles=%u needs as many open files, more than this process may have "
+			    "(ulimit -n, LimitNOFILE= in the unit)",
+			    r->target, r->n_fds);
 		}
 		if (k < 0) {
 			return k;
@@ -1188,6 +1295,8 @@ static int run_prepare(struct run *r, struct probe_result *res)
 		return k;
 	}
 	iogen_init(&r->gen, &r->layout_pc, &layout, r->seed);
+	iogen_buf_init(&r->buf, &r->layout_pc.wl, layout.region, r->gen.bs_max,
+		       r->seed ^ 0x9e3779b97f4a7c15ULL);
 	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
 		set_message(res->message, sizeof(res->message),
 			    "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
