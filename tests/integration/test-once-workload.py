@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""fio's workload keys in `iopsd --once`, each against fio on the same job
+(ext4 on a loop device, O_DIRECT, libaio) or against what the key asks:
+
+- thinktime: a QD1 job pausing 50 ms every 4 I/Os does as many I/Os as
+  fio's (within 10%);
+- rate_process=poisson: rate_iops=300 gives 300 IOPS (within 10%) whose
+  500 ms samples spread as Poisson arrivals do (stddev near sqrt(2 x 300)),
+  like fio's, where linear pacing gives nearly none;
+- prioclass/prio: ioprio_get(2) on the job threads while they run;
+- cmdprio_percentage=20: a fifth of the io_submit calls carry the I/O's
+  own priority (strace decodes IOCB_FLAG_IOPRIO);
+- buffer_pattern, buffer_compress_percentage, dedupe_percentage: the
+  probe file's blocks after a write job hold the pattern, compress to the
+  share asked, repeat as often as asked."""
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+SYS_ioprio_get = 252  # x86_64
+IOPRIO_WHO_PROCESS = 1
+
+
+def job(mnt, name, body, size="8m"):
+    return f"[{name}]\ndirectory={mnt}\nioengine=libaio\ndirect=1\nsize={size}\nbs=4k\n{body}\n"
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def iopsd(path, timeout=120):
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", path], capture_output=True,
+                       text=True, timeout=timeout)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    j = json.loads(p.stdout)["jobs"][0]
+    assert j["success"], j["message"]
+    return j
+
+
+def fio(path, timeout=120):
+    p = subprocess.run(["fio", "--output-format=json", path], capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    return json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+
+
+def check_thinktime(mnt, d):
+    path = os.path.join(d, "think.fio")
+    write(path, job(mnt, "think", "rw=randread\niodepth=1\nruntime=2\ntime_based\nthinktime=50ms\n"
+                                  "thinktime_blocks=4"))
+    f, i = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    # 2 s of 4 I/Os per 50 ms pause: about 160
+    assert abs(i - f) <= 0.1 * f, f"thinktime: fio {f} I/Os, iopsd {i}"
+    print(f"thinktime=50ms every 4: fio {f} I/Os, iopsd {i}")
+
+
+def check_poisson(mnt, d):
+    path = os.path.join(d, "poisson.fio")
+    body = "rw=randread\niodepth=8\nruntime=8\ntime_based\nrate_iops=300\n"
+    write(path, job(mnt, "poisson", body + "rate_process=poisson"))
+    ip, fp = iopsd(path)["read"], fio(path)["read"]
+    write(path, job(mnt, "poisson", body))
+    il = iopsd(path)["read"]
+    want = (2 * 300) ** 0.5  # a 500 ms sample's count has variance 150: stddev sqrt(150)/0.5
+    assert abs(ip["iops"] - 300) <= 30, ip["iops"]
+    assert 0.5 * want <= ip["iops_stddev"] <= 1.8 * want, (ip["iops_stddev"], want)
+    assert il["iops_stddev"] < 0.3 * want, il["iops_stddev"]
+    print(f"rate_iops=300 poisson: iopsd {ip['iops']:.0f} IOPS, sample stddev {ip['iops_stddev']:.1f} "
+          f"(fio {fp['iops_stddev']:.1f}, Poisson {want:.1f}); linear {il['iops_stddev']:.1f}")
+
+
+def ioprio_get(tid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, tid)
+
+
+def job_ioprios(pid, name):
+    out = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith(name + "/"):
+            v = ioprio_get(int(tid))
+            if v >= 0:
+                out.add((v >> 13, v & 0x1fff))
+    return out
+
+
+def check_prio(mnt, d):
+    for cls, lvl, keys in ((3, 4, "prioclass=3"), (2, 7, "prioclass=2\nprio=7"), (2, 1, "prio=1")):
+        path = os.path.join(d, "prio.fio")
+        write(path, job(mnt, "prio", f"rw=randread\niodepth=2\nruntime=3\ntime_based\n{keys}"))
+        p = subprocess.Popen([t.IOPSD, "--once", "--output-format=json", "--config", path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = set()
+        deadline = time.monotonic() + 10
+        while p.poll() is None and time.monotonic() < deadline and not seen:
+            seen = job_ioprios(p.pid, "prio")
+            time.sleep(0.1)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert seen == {(cls, lvl)}, f"{keys!r}: job threads' ioprio {seen}, want class {cls} level {lvl}"
+        print(f"{keys.replace(chr(10), ' ')}: ioprio_get gives class {cls}, level {lvl}")
+
+
+def check_cmdprio(mnt, d):
+    path = os.path.join(d, "cmdprio.fio")
+    write(path, job(mnt, "cmdprio", "rw=randread\niodepth=4\nnumber_ios=1000\ncmdprio_percentage=20\n"
+                                    "cmdprio_class=2\ncmdprio=3"))
+    trace = os.path.join(d, "strace.txt")
+    p = subprocess.run(["strace", "-f", "-qq", "-v", "-e", "trace=io_submit", "-o", trace, t.IOPSD, "--once",
+                        "--output-format=json", "--config", path], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    with open(trace) as f:
+        calls = [line for line in f if "IOCB_CMD_PREAD" in line]
+    with_prio = [c for c in calls if "IOCB_FLAG_IOPRIO" in c]
+    assert all("IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 3)" in c for c in with_prio), with_prio[:1]
+    share = len(with_prio) / len(calls)
+    assert abs(share - 0.2) <= 0.05, f"{len(with_prio)} of {len(calls)} reads carried the priority"
+    print(f"cmdprio_percentage=20: {len(with_prio)} of {len(calls)} reads sent with class 2 level 3")
+
+
+def probe_blocks(mnt, name):
+    with open(os.path.join(mnt, ".iopsd", name + ".dat"), "rb") as f:
+        data = f.read()
+    return [data[i:i + 4096] for i in range(0, len(data), 4096)]
+
+
+def check_buffers(mnt, d):
+    body = "rw=write\niodepth=4\nloops=3\n"
+    path = os.path.join(d, "buf.fio")
+    write(path, job(mnt, "pattern", body + "buffer_pattern=0xdeadbeef", "2m"))
+    iopsd(path)
+    blocks = probe_blocks(mnt, "pattern")
+    assert all(b == b"\xde\xad\xbe\xef" * 1024 for b in blocks), "a block without the pattern"
+    write(path, job(mnt, "compress", body + "buffer_compress_percentage=60", "2m"))
+    iopsd(path)
+    share = statistics.mean(len(zlib.compress(b)) / 4096 for b in probe_blocks(mnt, "compress"))
+    assert abs(share - 0.4) <= 0.05, f"compress 60%: blocks compress to {share:.2f}"
+    write(path, job(mnt, "dedupe", body + "dedupe_percentage=50", "2m"))
+    iopsd(path)
+    blocks = probe_blocks(mnt, "dedupe")
+    unique = len(set(blocks)) / len(blocks)
+    assert abs(unique - 0.5) <= 0.08, f"dedupe 50%: {unique:.2f} of the blocks unique"
+    print(f"buffer_pattern: all {len(blocks)} blocks; compress 60%: blocks compress to {share:.2f}; "
+          f"dedupe 50%: {unique:.2f} unique")
+
+
+def main():
+    t.require_root()
+    t.require_tool("losetup", "mkfs.ext4", "fio", "strace")
+    fs = t.Ext4Mount("once-workload", 96, in_memory=True)
+    try:
+        mnt = fs.mountpoint
+        d = fs.loop.dir
+        check_thinktime(mnt, d)
+        check_poisson(mnt, d)
+        check_prio(mnt, d)
+        check_cmdprio(mnt, d)
+        check_buffers(mnt, d)
+        print("ok: fio's workload keys do in --once what they do in fio")
+    finally:
+        fs.cleanup()
+
+
+if __name__ == "__main__":
+    main()
