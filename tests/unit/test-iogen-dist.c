@@ -146,9 +146,9 @@ static void test_parse_refuses_what_fio_refuses(void **state)
 	assert_int_equal(d[1].type, PROBE_DIST_PARETO);
 	assert_true(d[0].center < 0);
 	/* fio-examples' rand-zones: a blank size is the rest of the region */
-	assert_int_equal(fio_parse_random_distribution("random_distribution", "zoned:50/5:30/15:20/", d, err,
-						       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    fio_parse_random_distribution("random_distribution", "zoned:50/5:30/15:20/", d, err, sizeof(err)),
+	    0);
 	assert_int_equal(d[0].n_zones, 3);
 	assert_int_equal(d[0].zones[2].size, 80);
 }
