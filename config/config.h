@@ -110,6 +110,7 @@ struct probe_workload {
 	unsigned cmdprio_pct[_PROBE_DIR_MAX]; /* cmdprio_percentage */
 	unsigned cmdprio_class[_PROBE_DIR_MAX], cmdprio[_PROBE_DIR_MAX];
 	bool has_cmdprio_class[_PROBE_DIR_MAX], has_cmdprio[_PROBE_DIR_MAX];
+	char wait_for[128]; /* --once: start after the job of this name ends, "" none */
 };
 
 /* Where a probe's budget keys and interval were set (0: not given; a key

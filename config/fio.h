@@ -39,7 +39,7 @@ int fio_parse_random_distribution(const char *key, const char *value, struct pro
  * buffer_pattern, buffer_compress_percentage, buffer_compress_chunk,
  * dedupe_percentage, dedupe_mode, dedupe_working_set_percentage,
  * dedupe_global, prio, prioclass, cmdprio_percentage, cmdprio_class,
- * cmdprio. *wl is unchanged on error. */
+ * cmdprio, wait_for. *wl is unchanged on error. */
 int fio_parse_workload(const char *name, const char *key, const char *value, struct probe_workload *wl,
 		       char *err, size_t len);
 /* What the value of workload key `name` should look like. */

@@ -214,6 +214,7 @@ const char *fio_workload_syntax(const char *name)
 	    {"cmdprio_percentage", "expected 0 to 100, or READ,WRITE"},
 	    {"cmdprio_class", "expected 0 to 3, or READ,WRITE"},
 	    {"cmdprio", "expected 0 to 7, or READ,WRITE"},
+	    {"wait_for", "expected a job's name (up to 127 bytes)"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(syntax); i++) {
@@ -231,7 +232,12 @@ int fio_parse_workload(const char *name, const char *key, const char *value, str
 	bool is_poisson = false;
 	int r;
 
-	if (strcmp(name, "rate_process") == 0) {
+	if (strcmp(name, "wait_for") == 0) {
+		r = snprintf(w.wait_for, sizeof(w.wait_for), "%s", value) >= (int)sizeof(w.wait_for) ||
+			    value[0] == '\0'
+			? -EINVAL
+			: 0;
+	} else if (strcmp(name, "rate_process") == 0) {
 		r = one_of(value, "linear", "poisson", &is_poisson);
 		w.is_poisson = is_poisson;
 	} else if (strncmp(name, "thinktime", 9) == 0) {

@@ -453,7 +453,9 @@ const struct config_key config_keys[] = {
     REFUSED("flow", NULL, "0", "flow control between jobs is not supported"),
     REFUSED("flow_id", NULL, NULL, "flow control between jobs is not supported"),
     REFUSED("flow_sleep", NULL, NULL, "flow control between jobs is not supported"),
-    REFUSED("wait_for", NULL, NULL, "waiting for a named job is not supported: use stonewall"),
+    PROBE("wait_for", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "--once starts the job when the named job has ended, as fio; the daemon never overlaps runs on one "
+	  "device"),
     REFUSED("steadystate", "ss", NULL, "stopping at a steady state is not supported: set runtime"),
     REFUSED("steadystate_duration", "ss_dur", NULL,
 	    "stopping at a steady state is not supported: set runtime"),

@@ -57,58 +57,115 @@ static void sleep_until(uint64_t usec)
 	}
 }
 
-/* Start the group's jobs in the order of their startdelay. */
+/* wait_for: the job of the group that job `i` waits for, or `end` when it
+ * waits for none there (none asked, or its waitee ran in an earlier group:
+ * it has ended, as fio's would have). */
+static size_t group_waitee(const struct config *cfg, size_t first, size_t end, size_t i)
+{
+	const char *w = cfg->probes[i].wl.wait_for;
+
+	for (size_t k = first; w[0] != '\0' && k < end; k++) {
+		if (k != i && strcmp(cfg->probes[k].name, w) == 0) {
+			return k;
+		}
+	}
+	return end;
+}
+
+static void start_job(const struct config *cfg, size_t i, const char *sysfs, struct probe_run **runs)
+{
+	struct probe_options opts = {.sysfs = sysfs};
+	struct probe_config job;
+	int r;
+
+	once_job(&cfg->probes[i], &job, &opts);
+	r = probe_start(&job, &opts, &runs[i]);
+	if (r < 0) {
+		log_error_errno(r, "[%s]: cannot start the probe: %m", job.name);
+		runs[i] = NULL;
+	}
+}
+
+/* Start the group's jobs that wait for none of it, in the order of their
+ * startdelay. */
 static void start_group(const struct config *cfg, size_t first, size_t end, const char *sysfs,
 			struct probe_run **runs)
 {
 	uint64_t t0 = now_usec(CLOCK_MONOTONIC);
 	bool started[CONFIG_MAX_PROBES] = {false};
 
-	for (size_t n = first; n < end; n++) {
+	for (;;) {
 		size_t next = end;
-		struct probe_options opts = {.sysfs = sysfs};
-		struct probe_config job;
-		int r;
 
 		for (size_t i = first; i < end; i++) {
-			if (!started[i] && (next == end || cfg->probes[i].startdelay_usec <
-							       cfg->probes[next].startdelay_usec)) {
+			if (!started[i] && group_waitee(cfg, first, end, i) == end &&
+			    (next == end ||
+			     cfg->probes[i].startdelay_usec < cfg->probes[next].startdelay_usec)) {
 				next = i;
 			}
 		}
+		if (next == end) {
+			return;
+		}
 		started[next] = true;
 		sleep_until(t0 + cfg->probes[next].startdelay_usec);
-		once_job(&cfg->probes[next], &job, &opts);
-		r = probe_start(&job, &opts, &runs[next]);
-		if (r < 0) {
-			log_error_errno(r, "[%s]: cannot start the probe: %m", job.name);
-			runs[next] = NULL;
-		}
+		start_job(cfg, next, sysfs, runs);
 	}
 }
 
-/* Run one group; its results into res[first, end). */
+/* Wait for job i's run and keep its result. */
+static bool reap_job(const struct config *cfg, size_t i, struct probe_run **runs, struct probe_result *res)
+{
+	if (!runs[i]) {
+		probe_result_init(&res[i]);
+		res[i].error = -EAGAIN;
+		snprintf(res[i].message, sizeof(res[i].message), "cannot start the probe");
+		return false;
+	}
+	probe_wait(runs[i], &res[i]);
+	probe_run_free(runs[i]);
+	runs[i] = NULL;
+	if (!res[i].success) {
+		log_error("[%s]: %s", cfg->probes[i].name, res[i].message);
+	}
+	return res[i].success;
+}
+
+/* Run one group; its results into res[first, end). A job with wait_for
+ * starts when its waitee's run has ended. */
 static bool run_group(const struct config *cfg, size_t first, size_t end, unsigned groupid, const char *sysfs,
 		      struct probe_result *res)
 {
 	struct probe_run *runs[CONFIG_MAX_PROBES] = {NULL};
-	bool is_all_ok = true;
+	bool done[CONFIG_MAX_PROBES] = {false}, started[CONFIG_MAX_PROBES] = {false}, is_all_ok = true;
 
 	start_group(cfg, first, end, sysfs, runs);
 	for (size_t i = first; i < end; i++) {
-		const struct probe_config *pc = &cfg->probes[i];
-
-		if (!runs[i]) {
-			probe_result_init(&res[i]);
-			res[i].error = -EAGAIN;
-			snprintf(res[i].message, sizeof(res[i].message), "cannot start the probe");
-			is_all_ok = false;
+		started[i] = group_waitee(cfg, first, end, i) == end;
+	}
+	for (size_t i = first; i < end;) {
+		if (done[i] || !started[i]) {
+			i++;
 			continue;
 		}
-		probe_wait(runs[i], &res[i]);
-		probe_run_free(runs[i]);
-		if (!res[i].success) {
-			log_error("[%s]: %s", pc->name, res[i].message);
+		is_all_ok &= reap_job(cfg, i, runs, res);
+		done[i] = true;
+		for (size_t k = first; k < end; k++) {
+			if (!started[k] && group_waitee(cfg, first, end, k) == i) {
+				start_job(cfg, k, sysfs, runs);
+				started[k] = true;
+			}
+		}
+		i = first; /* a waiter may come before it in the file */
+	}
+	for (size_t i = first; i < end; i++) {
+		if (!done[i]) {
+			/* its waitee waits for it, in a ring */
+			probe_result_init(&res[i]);
+			res[i].error = -EDEADLK;
+			snprintf(res[i].message, sizeof(res[i].message),
+				 "wait_for=%s never ends: it waits for this job", cfg->probes[i].wl.wait_for);
+			log_error("[%s]: %s", cfg->probes[i].name, res[i].message);
 			is_all_ok = false;
 		}
 	}
