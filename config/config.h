@@ -111,6 +111,9 @@ struct probe_workload {
 	unsigned cmdprio_class[_PROBE_DIR_MAX], cmdprio[_PROBE_DIR_MAX];
 	bool has_cmdprio_class[_PROBE_DIR_MAX], has_cmdprio[_PROBE_DIR_MAX];
 	char wait_for[128]; /* --once: start after the job of this name ends, "" none */
+	unsigned flow;	    /* weight in its flow_id's share of the I/Os, 0: none */
+	unsigned flow_id;
+	uint64_t flow_sleep_usec; /* a held job's pause */
 };
 
 /* Where a probe's budget keys and interval were set (0: not given; a key

@@ -215,6 +215,9 @@ const char *fio_workload_syntax(const char *name)
 	    {"cmdprio_class", "expected 0 to 3, or READ,WRITE"},
 	    {"cmdprio", "expected 0 to 7, or READ,WRITE"},
 	    {"wait_for", "expected a job's name (up to 127 bytes)"},
+	    {"flow", "expected a weight from 0"},
+	    {"flow_id", "expected a number"},
+	    {"flow_sleep", "expected a time (a bare number is microseconds)"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(syntax); i++) {
@@ -232,7 +235,11 @@ int fio_parse_workload(const char *name, const char *key, const char *value, str
 	bool is_poisson = false;
 	int r;
 
-	if (strcmp(name, "wait_for") == 0) {
+	if (strcmp(name, "flow") == 0 || strcmp(name, "flow_id") == 0) {
+		r = uint_in(value, 1000000, strcmp(name, "flow") == 0 ? &w.flow : &w.flow_id);
+	} else if (strcmp(name, "flow_sleep") == 0) {
+		r = parse_duration(value, 1, &w.flow_sleep_usec);
+	} else if (strcmp(name, "wait_for") == 0) {
 		r = snprintf(w.wait_for, sizeof(w.wait_for), "%s", value) >= (int)sizeof(w.wait_for) ||
 			    value[0] == '\0'
 			? -EINVAL

@@ -450,9 +450,13 @@ const struct config_key config_keys[] = {
     REFUSED("file_append", NULL, "0", "a probe writes inside its own laid-out file, never past its end"),
     REFUSED("create_only", NULL, "0", "a job that only creates files measures no I/O"),
     REFUSED("opendir", NULL, NULL, "iopsd writes only its own probe files, never a directory tree of yours"),
-    REFUSED("flow", NULL, "0", "flow control between jobs is not supported"),
-    REFUSED("flow_id", NULL, NULL, "flow control between jobs is not supported"),
-    REFUSED("flow_sleep", NULL, NULL, "flow control between jobs is not supported"),
+    PROBE("flow", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a weight: the jobs of a flow_id share its I/Os in proportion, as fio's token flow control "
+	  "(--once: across the group's probes; the daemon: a probe's jobs)"),
+    PROBE("flow_id", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the flow a job's weight counts in (0)"),
+    PROBE("flow_sleep", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "how long a job ahead of its share pauses (fio's; a bare number is microseconds)"),
     PROBE("wait_for", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "--once starts the job when the named job has ended, as fio; the daemon never overlaps runs on one "
 	  "device"),

@@ -72,9 +72,39 @@ static size_t group_waitee(const struct config *cfg, size_t first, size_t end, s
 	return end;
 }
 
-static void start_job(const struct config *cfg, size_t i, const char *sysfs, struct probe_run **runs)
+/* flow=: the group's jobs that share a flow_id share its counter, their
+ * weights (each of numjobs) its total, as fio's jobs. flows[i] is job i's. */
+static void group_flows(const struct config *cfg, size_t first, size_t end, struct probe_flow *flows)
 {
-	struct probe_options opts = {.sysfs = sysfs};
+	for (size_t i = first; i < end; i++) {
+		const struct probe_workload *wl = &cfg->probes[i].wl;
+		size_t k = first;
+
+		while (k < i && !(cfg->probes[k].wl.flow && cfg->probes[k].wl.flow_id == wl->flow_id)) {
+			k++;
+		}
+		flows[i] = (struct probe_flow){.id = wl->flow_id};
+		if (wl->flow) {
+			/* the first job of the flow holds it */
+			flows[k].total_weight += (uint64_t)wl->flow * cfg->probes[i].numjobs;
+		}
+	}
+}
+
+static struct probe_flow *job_flow(const struct config *cfg, size_t first, size_t i, struct probe_flow *flows)
+{
+	for (size_t k = first; cfg->probes[i].wl.flow && k <= i; k++) {
+		if (cfg->probes[k].wl.flow && cfg->probes[k].wl.flow_id == cfg->probes[i].wl.flow_id) {
+			return &flows[k];
+		}
+	}
+	return NULL;
+}
+
+static void start_job(const struct config *cfg, size_t i, const char *sysfs, struct probe_run **runs,
+		      struct probe_flow *flow)
+{
+	struct probe_options opts = {.sysfs = sysfs, .flow = flow};
 	struct probe_config job;
 	int r;
 
@@ -89,7 +119,7 @@ static void start_job(const struct config *cfg, size_t i, const char *sysfs, str
 /* Start the group's jobs that wait for none of it, in the order of their
  * startdelay. */
 static void start_group(const struct config *cfg, size_t first, size_t end, const char *sysfs,
-			struct probe_run **runs)
+			struct probe_run **runs, struct probe_flow *flows)
 {
 	uint64_t t0 = now_usec(CLOCK_MONOTONIC);
 	bool started[CONFIG_MAX_PROBES] = {false};
@@ -109,7 +139,7 @@ static void start_group(const struct config *cfg, size_t first, size_t end, cons
 		}
 		started[next] = true;
 		sleep_until(t0 + cfg->probes[next].startdelay_usec);
-		start_job(cfg, next, sysfs, runs);
+		start_job(cfg, next, sysfs, runs, job_flow(cfg, first, next, flows));
 	}
 }
 
@@ -137,9 +167,11 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		      struct probe_result *res)
 {
 	struct probe_run *runs[CONFIG_MAX_PROBES] = {NULL};
+	struct probe_flow flows[CONFIG_MAX_PROBES];
 	bool done[CONFIG_MAX_PROBES] = {false}, started[CONFIG_MAX_PROBES] = {false}, is_all_ok = true;
 
-	start_group(cfg, first, end, sysfs, runs);
+	group_flows(cfg, first, end, flows);
+	start_group(cfg, first, end, sysfs, runs, flows);
 	for (size_t i = first; i < end; i++) {
 		started[i] = group_waitee(cfg, first, end, i) == end;
 	}
@@ -152,7 +184,7 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 		done[i] = true;
 		for (size_t k = first; k < end; k++) {
 			if (!started[k] && group_waitee(cfg, first, end, k) == i) {
-				start_job(cfg, k, sysfs, runs);
+				start_job(cfg, k, sysfs, runs, job_flow(cfg, first, k, flows));
 				started[k] = true;
 			}
 		}

@@ -81,8 +81,9 @@ struct job {
 	uint64_t think_ns;	  /* thinktime: when the last pause ended */
 	uint64_t think_issued;	  /* ... I/Os issued and completed since */
 	uint64_t think_completed;
-	cpu_set_t cpu;	   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
-	cpu_set_t allowed; /* where it may go once let go (job_watch_cpu()) */
+	uint64_t flow_counter; /* its I/Os in the flow */
+	cpu_set_t cpu;	       /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
+	cpu_set_t allowed;     /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
 	int schedstat_fd; /* its /proc/thread-self/schedstat while pinned, or -1 */
 	uint64_t watch_ns, watch_wait_ns, watch_slices;
@@ -109,7 +110,9 @@ struct run {
 	dev_t directory_dev;
 	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
 	struct iogen gen;
-	struct iogen_buf buf; /* write content (buffer_pattern, dedupe, compress) */
+	struct iogen_buf buf;	 /* write content (buffer_pattern, dedupe, compress) */
+	struct probe_flow *flow; /* flow=: the shared one, or own_flow */
+	struct probe_flow own_flow;
 
 	int *fds; /* the probe files (nrfiles), or the raw device */
 	unsigned n_fds;
@@ -838,6 +841,27 @@ static bool job_think_due(const struct job *j, uint64_t now)
 	return (wl->is_thinktime_issue ? j->think_issued : j->think_completed) >= blocks;
 }
 
+/* flow: whether the job is ahead of its weight's share of its flow's I/Os
+ * (fio's flow_threshold_exceeded()); it then waits flow_sleep, or a little
+ * while its I/Os complete. */
+static bool job_flow_held(const struct job *j, struct io_loop *l)
+{
+	const struct run *r = j->run;
+	uint64_t total;
+
+	if (!r->flow) {
+		return false;
+	}
+	total = __atomic_load_n(&r->flow->counter, __ATOMIC_RELAXED);
+	if (total == 0 || (double)j->flow_counter / (double)total <=
+			      (double)r->layout_pc.wl.flow / (double)r->flow->total_weight) {
+		return false;
+	}
+	l->due = l->now + (r->layout_pc.wl.flow_sleep_usec ? r->layout_pc.wl.flow_sleep_usec * NSEC_PER_USEC
+							   : 50 * NSEC_PER_USEC);
+	return true;
+}
+
 /* The pause: thinktime_spin on the CPU, the rest asleep (a cancel ends it). */
 static void job_think(struct job *j)
 {
@@ -890,6 +914,9 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 		if (job_budget_spent(j, l->issued)) {
 			break;
 		}
+		if (job_flow_held(j, l)) {
+			break;
+		}
 		l->due = job_rate_due_ns(j, l->issued);
 		if (l->due > l->now) {
 			break;
@@ -904,6 +931,10 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 		j->n_reaped = 0;
 		l->issued++;
 		j->think_issued++;
+		if (r->flow) {
+			__atomic_fetch_add(&r->flow->counter, 1, __ATOMIC_RELAXED);
+			j->flow_counter++;
+		}
 		if (r->layout_pc.wl.is_poisson) {
 			j->poisson_due_ns += iogen_poisson_gap_ns(&j->gen.rng, r->rate_iops);
 		}
@@ -1645,6 +1676,9 @@ static int run_new(const struct probe_config *pc, const struct probe_options *o,
 	}
 	run_copy_keys(r, pc, o);
 	r->seed = o && o->seed ? o->seed : 0;
+	r->own_flow =
+	    (struct probe_flow){.id = pc->wl.flow_id, .total_weight = (uint64_t)pc->wl.flow * pc->numjobs};
+	r->flow = !pc->wl.flow ? NULL : o && o->flow ? o->flow : &r->own_flow;
 	r->directory_dev = o ? o->directory_dev : 0;
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
 		r->seed = now_nsec(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32);

@@ -79,13 +79,23 @@ int probe_run(const struct probe_config *pc, struct probe_result *ret);
  * its runs would report. */
 int probe_engine_check(enum probe_engine engine, char *msg, size_t len);
 
+/* fio's flow: the jobs sharing a flow_id keep their I/Os in proportion to
+ * their weights. A run without one given (the daemon) makes its own for its
+ * jobs. */
+struct probe_flow {
+	unsigned id;
+	uint64_t total_weight; /* the weights of every job in it */
+	uint64_t counter;      /* atomic: the I/Os its jobs have issued */
+};
+
 /* What a run needs beyond its configuration. */
 struct probe_options {
-	const char *sysfs;     /* sysfs mount point; NULL: "/sys" */
-	uint64_t seed;	       /* offsets and data; 0: from getrandom() */
-	dev_t directory_dev;   /* not 0: DIRECTORY must still be on this filesystem
-				* (-EXDEV otherwise), see probefile_open_directory() */
-	uint64_t timeout_usec; /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
+	struct probe_flow *flow; /* the probe's flow_id's, shared with other runs; NULL: its own */
+	const char *sysfs;	 /* sysfs mount point; NULL: "/sys" */
+	uint64_t seed;		 /* offsets and data; 0: from getrandom() */
+	dev_t directory_dev;	 /* not 0: DIRECTORY must still be on this filesystem
+				  * (-EXDEV otherwise), see probefile_open_directory() */
+	uint64_t timeout_usec;	 /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only
