@@ -110,6 +110,13 @@ struct probe_workload {
 	unsigned cmdprio_pct[_PROBE_DIR_MAX]; /* cmdprio_percentage */
 	unsigned cmdprio_class[_PROBE_DIR_MAX], cmdprio[_PROBE_DIR_MAX];
 	bool has_cmdprio_class[_PROBE_DIR_MAX], has_cmdprio[_PROBE_DIR_MAX];
+	struct {
+		uint64_t bs;
+		unsigned pct;	   /* of the I/Os of this size */
+		unsigned cls, lvl; /* when has_prio, else cmdprio_class/cmdprio's */
+		bool has_prio;
+	} cmdprio_split[_PROBE_DIR_MAX][PROBE_BSSPLIT_MAX]; /* cmdprio_bssplit */
+	unsigned n_cmdprio_split[_PROBE_DIR_MAX];
 	char wait_for[128]; /* --once: start after the job of this name ends, "" none */
 	unsigned flow;	    /* weight in its flow_id's share of the I/Os, 0: none */
 	unsigned flow_id;

@@ -170,6 +170,59 @@ static int parse_buffer(const char *name, const char *value, struct probe_worklo
 	return 0;
 }
 
+/* One direction of cmdprio_bssplit: BS/PERCENT[/CLASS/LEVEL]:... */
+static int parse_cmdprio_split_dir(char *list, struct probe_workload *wl, int d)
+{
+	char *save = NULL;
+
+	wl->n_cmdprio_split[d] = 0;
+	for (char *e = strtok_r(list, ":", &save); e; e = strtok_r(NULL, ":", &save)) {
+		char *f[4] = {e, NULL, NULL, NULL}, *save2 = NULL;
+		unsigned n = 0, i = wl->n_cmdprio_split[d];
+		uint64_t bs;
+
+		for (char *x = strtok_r(e, "/", &save2); x && n < 4; x = strtok_r(NULL, "/", &save2)) {
+			f[n++] = x;
+		}
+		if (i == PROBE_BSSPLIT_MAX || (n != 2 && n != 4) || parse_size(f[0], &bs) < 0 ||
+		    uint_in(f[1], 100, &wl->cmdprio_split[d][i].pct) < 0 ||
+		    (n == 4 && (uint_in(f[2], 3, &wl->cmdprio_split[d][i].cls) < 0 ||
+				uint_in(f[3], 7, &wl->cmdprio_split[d][i].lvl) < 0))) {
+			return -EINVAL;
+		}
+		wl->cmdprio_split[d][i].bs = bs;
+		wl->cmdprio_split[d][i].has_prio = n == 4;
+		wl->n_cmdprio_split[d]++;
+	}
+	return 0;
+}
+
+/* cmdprio_bssplit=64k/40:1m/10[,...]: one list for both directions, or
+ * READ,WRITE. */
+static int parse_cmdprio_split(const char *value, struct probe_workload *wl)
+{
+	char buf[1024], *comma;
+
+	if (snprintf(buf, sizeof(buf), "%s", value) >= (int)sizeof(buf)) {
+		return -EINVAL;
+	}
+	comma = strchr(buf, ',');
+	if (comma) {
+		*comma++ = '\0';
+		comma[strcspn(comma, ",")] = '\0'; /* a trim list is accepted and unused */
+	}
+	if (parse_cmdprio_split_dir(buf, wl, PROBE_DIR_READ) < 0) {
+		return -EINVAL;
+	}
+	if (!comma) {
+		memcpy(wl->cmdprio_split[PROBE_DIR_WRITE], wl->cmdprio_split[PROBE_DIR_READ],
+		       sizeof(wl->cmdprio_split[0]));
+		wl->n_cmdprio_split[PROBE_DIR_WRITE] = wl->n_cmdprio_split[PROBE_DIR_READ];
+		return 0;
+	}
+	return parse_cmdprio_split_dir(comma, wl, PROBE_DIR_WRITE);
+}
+
 /* prio and prioclass as ioprio_set(2) takes them (class 1 realtime, 2
  * best effort, 3 idle; level 0..7); cmdprio* per direction. */
 static int parse_prio(const char *name, const char *value, struct probe_workload *wl)
@@ -181,6 +234,9 @@ static int parse_prio(const char *name, const char *value, struct probe_workload
 	if (strcmp(name, "prioclass") == 0) {
 		wl->has_prioclass = true;
 		return uint_in(value, 3, &wl->prioclass);
+	}
+	if (strcmp(name, "cmdprio_bssplit") == 0) {
+		return parse_cmdprio_split(value, wl);
 	}
 	if (strcmp(name, "cmdprio_percentage") == 0) {
 		return per_dir(value, 100, wl->cmdprio_pct, NULL);
@@ -215,6 +271,7 @@ const char *fio_workload_syntax(const char *name)
 	    {"cmdprio_class", "expected 0 to 3, or READ,WRITE"},
 	    {"cmdprio", "expected 0 to 7, or READ,WRITE"},
 	    {"wait_for", "expected a job's name (up to 127 bytes)"},
+	    {"cmdprio_bssplit", "expected BS/PERCENT[/CLASS/LEVEL]:..., or READ,WRITE lists"},
 	    {"flow", "expected a weight from 0"},
 	    {"flow_id", "expected a number"},
 	    {"flow_sleep", "expected a time (a bare number is microseconds)"},

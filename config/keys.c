@@ -409,8 +409,9 @@ const struct config_key config_keys[] = {
 	  "class of those I/Os, READ,WRITE"),
     PROBE("cmdprio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "level of those I/Os, READ,WRITE"),
-    REFUSED("cmdprio_bssplit", NULL, NULL,
-	    "priorities by I/O size are not supported: use cmdprio_percentage"),
+    PROBE("cmdprio_bssplit", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "BS/PERCENT[/CLASS/LEVEL]:...: that share of the I/Os of each size sent with a priority (the "
+	  "entry's, else cmdprio_class/cmdprio's), READ,WRITE"),
     REFUSED("cgroup", NULL, NULL, "iopsd never creates cgroups: run its unit in the slice to measure from"),
     REFUSED("cgroup_weight", NULL, NULL,
 	    "iopsd never creates cgroups: run its unit in the slice to measure from"),

@@ -554,15 +554,35 @@ static void scramble(void *buf, uint64_t bs, uint64_t stamp)
 
 /* cmdprio_percentage: this I/O's own priority, 0 for the thread's. Class
  * and level default to the highest, as in fio. */
-static uint16_t job_cmdprio(struct job *j, int d)
+static uint16_t job_cmdprio(struct job *j, int d, uint64_t len)
 {
 	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	unsigned cls = wl->has_cmdprio_class[d] ? wl->cmdprio_class[d] : 1,
+		 lvl = wl->has_cmdprio[d] ? wl->cmdprio[d] : 0;
+
+	if (wl->n_cmdprio_split[d] > 0) {
+		/* cmdprio_bssplit: the shares of the entries of this I/O's size */
+		uint64_t x = probe_rng_below(&j->gen.rng, 100);
+
+		for (unsigned i = 0; i < wl->n_cmdprio_split[d]; i++) {
+			if (wl->cmdprio_split[d][i].bs != len) {
+				continue;
+			}
+			if (x < wl->cmdprio_split[d][i].pct) {
+				return wl->cmdprio_split[d][i].has_prio
+					   ? PROBE_IOPRIO(wl->cmdprio_split[d][i].cls,
+							  wl->cmdprio_split[d][i].lvl)
+					   : PROBE_IOPRIO(cls, lvl);
+			}
+			x -= wl->cmdprio_split[d][i].pct;
+		}
+		return 0;
+	}
 
 	if (wl->cmdprio_pct[d] == 0 || probe_rng_below(&j->gen.rng, 100) >= wl->cmdprio_pct[d]) {
 		return 0;
 	}
-	return PROBE_IOPRIO(wl->has_cmdprio_class[d] ? wl->cmdprio_class[d] : 1,
-			    wl->has_cmdprio[d] ? wl->cmdprio[d] : 0);
+	return PROBE_IOPRIO(cls, lvl);
 }
 
 /* Take the next data op from iogen and fill the slot. Returns the op. */
@@ -594,7 +614,7 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 			    iogen_buf_seed(&r->buf, &j->buf, &j->gen.rng, probe_rng_next(&j->gen.rng)));
 		}
 	}
-	s->ioprio = job_cmdprio(j, io.is_read ? PROBE_DIR_READ : PROBE_DIR_WRITE);
+	s->ioprio = job_cmdprio(j, io.is_read ? PROBE_DIR_READ : PROBE_DIR_WRITE, io.len);
 	return s->op;
 }
 

@@ -135,6 +135,21 @@ def check_cmdprio(mnt, d):
     share = len(with_prio) / len(calls)
     assert abs(share - 0.2) <= 0.05, f"{len(with_prio)} of {len(calls)} reads carried the priority"
     print(f"cmdprio_percentage=20: {len(with_prio)} of {len(calls)} reads sent with class 2 level 3")
+    # cmdprio_bssplit: 40% of the 4k reads at best effort 5, 10% of the 8k
+    # ones at the default (realtime 0)
+    write(path, job(mnt, "cmdprio", "rw=randread\niodepth=4\nnumber_ios=2000\nbssplit=4k/50:8k/50\n"
+                                    "cmdprio_bssplit=4k/40/2/5:8k/10"))
+    p = subprocess.run(["strace", "-f", "-qq", "-v", "-e", "trace=io_submit", "-o", trace, t.IOPSD, "--once",
+                        "--output-format=json", "--config", path], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    with open(trace) as f:
+        calls = [line for line in f if "IOCB_CMD_PREAD" in line]
+    for size, want, prio in (("4096", 0.4, "IOPRIO_CLASS_BE, 5"), ("8192", 0.1, "IOPRIO_CLASS_RT, 0")):
+        sized = [c for c in calls if f"aio_nbytes={size}," in c]
+        marked = [c for c in sized if "IOCB_FLAG_IOPRIO" in c]
+        assert all(prio in c for c in marked), marked[:1]
+        assert abs(len(marked) / len(sized) - want) <= 0.06, (size, len(marked), len(sized))
+        print(f"cmdprio_bssplit: {len(marked)} of {len(sized)} {size}-byte reads with {prio}")
 
 
 def probe_blocks(mnt, name):
