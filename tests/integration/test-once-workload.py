@@ -200,19 +200,27 @@ def check_flow(mnt, d):
     path = os.path.join(d, "flow.fio")
     body = "iodepth=4\nruntime=2\ntime_based\nflow_sleep=100\n"
     write(path, job(mnt, "w", body + "rw=randwrite\nflow=1") + job(mnt, "r", body + "rw=randread\nflow=8"))
-    # twice each: the first lays the files out, one job's layout taking
-    # longer than the other's (the flow then counts the first one's I/Os
-    # alone, and the second catches up: fio's semantics, not its share)
-    for _ in range(2):
+    # the first run of each lays the files out; then up to three rounds:
+    # on a few runs fio itself has not held 1:8 here (13-20 reads per write,
+    # and iopsd the same on that run), and such a round says nothing
+    seen = []
+    for attempt in range(4):
         p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", path], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 0, p.stderr[-2000:]
         pf = subprocess.run(["fio", "--output-format=json", path], capture_output=True, text=True, timeout=60)
-    ji = {j["jobname"]: j for j in json.loads(p.stdout)["jobs"]}
-    jf = {j["jobname"]: j for j in json.loads(pf.stdout[pf.stdout.index("{"):])["jobs"]}
-    ri = ji["r"]["read"]["total_ios"] / ji["w"]["write"]["total_ios"]
-    rf = jf["r"]["read"]["total_ios"] / jf["w"]["write"]["total_ios"]
-    assert abs(ri - 8) <= 0.5 and abs(rf - 8) <= 0.5, (ri, rf)
+        if attempt == 0:
+            continue
+        ji = {j["jobname"]: j for j in json.loads(p.stdout)["jobs"]}
+        jf = {j["jobname"]: j for j in json.loads(pf.stdout[pf.stdout.index("{"):])["jobs"]}
+        ri = ji["r"]["read"]["total_ios"] / ji["w"]["write"]["total_ios"]
+        rf = jf["r"]["read"]["total_ios"] / jf["w"]["write"]["total_ios"]
+        seen.append((round(ri, 2), round(rf, 2)))
+        if abs(rf - 8) <= 0.5:
+            assert abs(ri - 8) <= 0.5, f"fio held 1:8 ({rf:.2f}), iopsd {ri:.2f}"
+            break
+    else:
+        raise AssertionError(f"inconclusive: fio did not hold 1:8 in three rounds (iopsd, fio): {seen}")
     print(f"flow=1 and flow=8: reads per write iopsd {ri:.2f}, fio {rf:.2f}")
 
 
