@@ -4,23 +4,13 @@
 #include "fio.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errstr.h"
 #include "macro.h"
 #include "units.h"
-
-_printf_(3, 4) static int bad(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 static int one_of(const char *value, const char *a, const char *b, bool *ret_is_b)
 {
@@ -314,7 +304,8 @@ int fio_parse_workload(const char *name, const char *key, const char *value, str
 		r = -EINVAL;
 	}
 	if (r < 0) {
-		return bad(err, len, "invalid value '%s' for %s: %s", value, key, fio_workload_syntax(name));
+		return errstr_set(err, len, -EINVAL, "invalid value '%s' for %s: %s", value, key,
+				  fio_workload_syntax(name));
 	}
 	*wl = w;
 	return 0;

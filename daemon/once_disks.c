@@ -6,6 +6,7 @@
 
 #include "macro.h"
 #include "sampler.h"
+#include "targets.h"
 #include "timeutil.h"
 
 /* fio follows slaves/ one level per device; nesting beyond this is not an
@@ -45,7 +46,6 @@ static size_t add_disk(struct disk_list *l, const char *name, unsigned depth)
 {
 	const struct device_state *da = sampler_snapshot_find(l->a, name),
 				  *db = sampler_snapshot_find(l->b, name);
-	char member[DISKSTATS_NAME_MAX];
 	size_t idx;
 
 	if (db && db->topo.kind == DEVICE_KIND_PARTITION && db->topo.parent[0] != '\0') {
@@ -61,8 +61,8 @@ static size_t add_disk(struct disk_list *l, const char *name, unsigned depth)
 	}
 	idx = l->n++;
 	fio_disk_from_raw(&da->raw, &db->raw, l->msec, &l->disks[idx]);
-	for (const char *p = db->topo.members; (p = device_list_next(p, member)) != NULL;) {
-		size_t m = add_disk(l, member, depth + 1);
+	for (unsigned k = 0; k < db->topo.n_members; k++) {
+		size_t m = add_disk(l, db->topo.members[k], depth + 1);
 
 		if (m != SIZE_MAX) {
 			fio_disk_add_member(&l->disks[idx], &l->disks[m]);
@@ -90,8 +90,8 @@ size_t once_disks_finish(struct once_disks *d, const struct config *cfg, struct 
 			char name[DISKSTATS_NAME_MAX];
 			dev_t disk;
 
-			if (sampler_target_device(d->sampler, pc->directory ? pc->directory : pc->filename,
-						  name, &disk) == 0 &&
+			if (targets_place(last->topology, pc->directory ? pc->directory : pc->filename, name,
+					  &disk) == 0 &&
 			    name[0] != '\0') {
 				add_disk(&l, name, 0);
 			}

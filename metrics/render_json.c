@@ -12,7 +12,9 @@
 #include "history.h"
 #include "iopsd-build.h"
 #include "json_probe.h"
+#include "latency_quantiles.h"
 #include "macro.h"
+#include "timeutil.h"
 #include "probe.h"
 #include "shared_ceiling.h"
 #include "utf8.h"
@@ -50,7 +52,7 @@ static json_t *count(uint64_t v)
 
 static json_t *seconds(uint64_t usec)
 {
-	return json_real((double)usec / (double)USEC_PER_SEC);
+	return json_real(usec_to_sec(usec));
 }
 
 json_t *render_json_string(const char *s)
@@ -212,15 +214,14 @@ static json_t *limits_json(const struct device_ceiling *c)
 	    c->throughput_ceiling_limit_ratio > 0 ? num(c->throughput_ceiling_limit_ratio) : json_null());
 }
 
-/* md/dm: the members that hold the device (device_ceiling.held_by_mask). */
-static json_t *held_by_json(const struct device_state *d)
+/* The members of t as a JSON array: those whose bit is set in mask, or all
+ * of them when is_all. */
+static json_t *members_json(const struct device_topology *t, uint64_t mask, bool is_all)
 {
-	char member[DISKSTATS_NAME_MAX];
 	json_t *a = json_array();
-	unsigned k = 0;
 
-	for (const char *p = d->topo.members; a && k < 64 && (p = device_list_next(p, member)); k++) {
-		if (((d->ceiling.held_by_mask >> k) & 1) && json_array_append_new(a, str(member)) < 0) {
+	for (unsigned k = 0; a && k < t->n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		if ((is_all || ((mask >> k) & 1)) && json_array_append_new(a, str(t->members[k])) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -232,22 +233,12 @@ static json_t *held_by_json(const struct device_state *d)
  * for other devices). */
 static json_t *md_json(const struct device_state *d)
 {
-	char member[DISKSTATS_NAME_MAX];
-	json_t *failed;
-	unsigned k = 0;
-
 	if (!d->md.is_known) {
 		return json_null();
 	}
-	failed = json_array();
-	for (const char *p = d->topo.members; failed && k < 64 && (p = device_list_next(p, member)); k++) {
-		if (((d->md.failed_mask >> k) & 1) && json_array_append_new(failed, str(member)) < 0) {
-			json_decref(failed);
-			return NULL;
-		}
-	}
 	return json_pack("{s:s,s:I,s:o}", "array_state", d->md.array_state, "degraded",
-			 (json_int_t)d->md.degraded, "failed_members", failed);
+			 (json_int_t)d->md.degraded, "failed_members",
+			 members_json(&d->topo, d->md.failed_mask, false));
 }
 
 /* The burst bucket iopsd learned (null until it saw one run out). */
@@ -267,12 +258,12 @@ static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled, "held_by",
-			 held_by_json(d), "saturated", c->is_saturated, "iops_estimate",
-			 num_or_null(c->iops_ceiling_estimate), "throughput_estimate_bytes_per_second",
-			 num_or_null(c->throughput_ceiling_estimate), "burst_balance_ratio",
-			 c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst",
-			 learned_burst_json(c));
+	return json_pack(
+	    "{s:b,s:o,s:b,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled, "held_by",
+	    members_json(&d->topo, d->ceiling.held_by_mask, false), "saturated", c->is_saturated,
+	    "iops_estimate", num_or_null(c->iops_ceiling_estimate), "throughput_estimate_bytes_per_second",
+	    num_or_null(c->throughput_ceiling_estimate), "burst_balance_ratio",
+	    c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst", learned_burst_json(c));
 }
 
 static json_t *device_json(const struct device_state *d)
@@ -282,7 +273,7 @@ static json_t *device_json(const struct device_state *d)
 	return json_pack(
 	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
 	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
-	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", list(t->members),
+	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", members_json(t, 0, true),
 	    "mountpoints", list(t->mountpoints), "model", str(t->model), "volume_id",
 	    t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(), "rotational", t->is_rotational,
 	    "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
@@ -293,7 +284,7 @@ static json_t *device_json(const struct device_state *d)
 	    counters_json(&d->raw));
 }
 
-/* Ceilings shared by several devices (probes/shared_ceiling.h). */
+/* Ceilings shared by several devices (probes/detect/shared_ceiling.h). */
 static json_t *shared_json(const struct sampler_snapshot *ss)
 {
 	json_t *a = json_array();
@@ -356,15 +347,27 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 
 static json_t *latency_json(const struct histogram *h)
 {
+	json_t *o;
+	int r;
+
 	if (h->count == 0) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "min", num((double)h->min_ns / 1e9), "mean",
-			 num(histogram_mean(h) / 1e9), "p50", num((double)histogram_percentile(h, 50) / 1e9),
-			 "p90", num((double)histogram_percentile(h, 90) / 1e9), "p99",
-			 num((double)histogram_percentile(h, 99) / 1e9), "p999",
-			 num((double)histogram_percentile(h, 99.9) / 1e9), "max",
-			 num((double)h->max_ns / 1e9));
+	o = json_object();
+	r = o ? 0 : -1;
+	r |= json_object_set_new(o, "min", num((double)h->min_ns / 1e9));
+	r |= json_object_set_new(o, "mean", num(histogram_mean(h) / 1e9));
+	for (size_t i = 0; i < ELEMENTSOF(latency_quantiles); i++) {
+		double v = (double)histogram_percentile(h, latency_quantiles[i].percentile) / 1e9;
+
+		r |= json_object_set_new(o, latency_quantiles[i].json_key, num(v));
+	}
+	r |= json_object_set_new(o, "max", num((double)h->max_ns / 1e9));
+	if (r < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static uint64_t errors_sum(const struct probe_op_result *o)
@@ -424,7 +427,7 @@ static json_t *probe_members_json(const struct snapshot *s, const struct probe_s
 {
 	const struct device_state *d = p->device[0] ? sampler_snapshot_find(s->samples, p->device) : NULL;
 
-	return list(d ? d->topo.members : "");
+	return d ? members_json(&d->topo, 0, true) : json_array();
 }
 
 static json_t *probe_json(const struct snapshot *s, const struct probe_state *p)

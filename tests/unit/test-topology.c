@@ -1,5 +1,5 @@
 /* topology: sysfs (partition -> disk, md/dm -> members, attributes),
- * mountinfo (mount -> device), and pressure parsing. */
+ * mountinfo (mount -> device). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -15,7 +15,6 @@
 #include "diskstats.h"
 #include "fileio.h"
 #include "macro.h"
-#include "pressure.h"
 #include "topology.h"
 
 static struct topology *build(const char *tree)
@@ -117,8 +116,9 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	const struct topology_device *dm = get(t, "dm-0");
 
 	assert_int_equal(md->topo.kind, DEVICE_KIND_MD);
-	assert_string_equal(md->topo.members, "xvdf,xvdg");
 	assert_int_equal(md->topo.n_members, 2);
+	assert_string_equal(md->topo.members[0], "xvdf");
+	assert_string_equal(md->topo.members[1], "xvdg");
 	assert_int_equal(md->n_members, 2);
 	assert_ptr_equal(&t->devices[md->members[0]], get(t, "xvdf"));
 	assert_ptr_equal(&t->devices[md->members[1]], get(t, "xvdg"));
@@ -129,7 +129,8 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	 * member its disk */
 	assert_int_equal(dm->topo.kind, DEVICE_KIND_DM);
 	assert_string_equal(dm->topo.dm_name, "vg0-data");
-	assert_string_equal(dm->topo.members, "nvme0n1p2");
+	assert_int_equal(dm->topo.n_members, 1);
+	assert_string_equal(dm->topo.members[0], "nvme0n1p2");
 	assert_string_equal(dm->topo.physical_members, "nvme0n1");
 	assert_ptr_equal(topology_find_dm_name(t, "vg0-data"), dm);
 	topology_unref(t);
@@ -257,54 +258,12 @@ static void test_device_missing_from_sysfs_gets_defaults(void **state)
 	assert_int_equal(topology_build("/nonexistent", sys, a, 2, &t), 0);
 	assert_int_equal(get(t, "sde")->topo.kind, DEVICE_KIND_DISK);
 	assert_string_equal(get(t, "sde")->topo.model, "");
-	assert_string_equal(get(t, "sde")->topo.members, "");
+	assert_int_equal(get(t, "sde")->topo.n_members, 0);
 	assert_string_equal(get(t, "sde")->topo.mountpoints, "");
 	assert_int_equal(get(t, "sde")->topo.logical_block_size, 0);
 	assert_int_equal(get(t, "md1")->topo.kind, DEVICE_KIND_MD);
 	assert_int_equal(t->n_mounts, 0);
 	topology_unref(t);
-}
-
-static void test_pressure_totals_are_parsed(void **state)
-{
-	struct pressure_io p;
-
-	assert_int_equal(pressure_parse("some avg10=1.52 avg60=0.88 avg300=0.31 total=123456789\n"
-					"full avg10=1.10 avg60=0.61 avg300=0.20 total=98765432\n",
-					&p),
-			 0);
-	assert_true(p.available);
-	assert_int_equal(p.some_total_usec, 123456789);
-	assert_int_equal(p.full_total_usec, 98765432);
-
-	assert_int_equal(pressure_parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", &p), 0);
-	assert_int_equal(p.some_total_usec, 5);
-	assert_int_equal(p.full_total_usec, 0);
-
-	assert_int_equal(pressure_parse("", &p), -EINVAL);
-	assert_int_equal(pressure_parse("some avg10=0.00 total=x\n", &p), -EINVAL);
-}
-
-static void test_absent_psi_is_not_an_error(void **state)
-{
-	struct pressure_io p = {.available = true};
-	char proc[1024];
-	int fd = -1;
-
-	snprintf(proc, sizeof(proc), "%s/sampler/kernel-4.14/proc", FIXTURES_DIR);
-	assert_int_equal(pressure_read(proc, &fd, &p), 0);
-	assert_false(p.available);
-	assert_int_equal(fd, -1);
-
-	snprintf(proc, sizeof(proc), "%s/sampler/ec2-md-raid0/proc", FIXTURES_DIR);
-	assert_int_equal(pressure_read(proc, &fd, &p), 0);
-	assert_true(p.available);
-	assert_int_equal(p.some_total_usec, 123456789);
-	assert_true(fd >= 0);
-	/* the kept fd reads again from the start */
-	assert_int_equal(pressure_read(proc, &fd, &p), 0);
-	assert_int_equal(p.full_total_usec, 98765432);
-	close(fd);
 }
 
 int main(void)
@@ -319,8 +278,6 @@ int main(void)
 	    cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
 	    cmocka_unit_test(test_overmount_hides_the_earlier_mount),
 	    cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),
-	    cmocka_unit_test(test_pressure_totals_are_parsed),
-	    cmocka_unit_test(test_absent_psi_is_not_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,551 @@
+/* Block device topology from sysfs, and mount points from mountinfo. */
+#include "topology.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ebs_nvme.h"
+#include "fileio.h"
+#include "macro.h"
+#include "refcount.h"
+#include "strutil.h"
+#include "sysfs.h"
+#include "units.h"
+
+#define MOUNTINFO_MAX_SIZE (16U << 20)
+
+/* A growable comma-separated list of names. */
+struct name_list {
+	char *s;
+	size_t len, cap;
+};
+
+static bool name_list_contains(const struct name_list *l, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = l->s; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (len == n && memcmp(p, name, n) == 0) {
+			return true;
+		}
+		if (!comma) {
+			break;
+		}
+		p = comma + 1;
+	}
+	return false;
+}
+
+/* Append `name` unless already present. */
+static int name_list_add(struct name_list *l, const char *name)
+{
+	size_t n = strlen(name), need;
+
+	if (name_list_contains(l, name)) {
+		return 0;
+	}
+	need = l->len + n + 2;
+	if (need > l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char *s;
+
+		while (cap < need) {
+			cap *= 2;
+		}
+		s = realloc(l->s, cap);
+		if (!s) {
+			return -ENOMEM;
+		}
+		l->s = s;
+		l->cap = cap;
+	}
+	if (l->len > 0) {
+		l->s[l->len++] = ',';
+	}
+	memcpy(l->s + l->len, name, n + 1);
+	l->len += n;
+	return 0;
+}
+
+/* Hand the list out as a string ("" when empty); NULL on ENOMEM. */
+static char *name_list_take(struct name_list *l)
+{
+	char *s = l->s ? l->s : strdup("");
+
+	*l = (struct name_list){0};
+	return s;
+}
+
+static void name_from_sysfs(char *name)
+{
+	for (char *p = name; *p; p++) {
+		if (*p == '!') {
+			*p = '/';
+		}
+	}
+}
+
+/* The whole disk of a partition: the directory that contains it once the
+ * class/block symlink is resolved (.../block/sda/sda1 -> "sda"). */
+static void partition_parent(const char *dir, char *ret, size_t len)
+{
+	char resolved[PATH_MAX], *slash;
+
+	ret[0] = '\0';
+	if (!realpath(dir, resolved)) {
+		return;
+	}
+	slash = strrchr(resolved, '/');
+	if (!slash || slash == resolved) {
+		return;
+	}
+	*slash = '\0';
+	slash = strrchr(resolved, '/');
+	if (!slash) {
+		return;
+	}
+	snprintf(ret, len, "%s", slash + 1);
+	name_from_sysfs(ret);
+}
+
+static int cmp_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entries of DIR/slaves, sorted, as "a,b". */
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++) {
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
+{
+	char path[PATH_MAX], **names;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/slaves", dir) >= sizeof(path)) {
+		return 0;
+	}
+	d = opendir(path);
+	if (!d) {
+		return 0;
+	}
+	names = calloc(DEVICE_MAX_MEMBERS, sizeof(*names));
+	if (!names) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)) && n < DEVICE_MAX_MEMBERS) {
+		if (de->d_name[0] == '.') {
+			continue;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			closedir(d);
+			free_names(names, n);
+			return -ENOMEM;
+		}
+		name_from_sysfs(names[n]);
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_strings);
+	*ret = names;
+	*ret_n = (unsigned)n;
+	return 0;
+}
+
+static void topology_device_done(struct topology_device *d)
+{
+	free_names(d->topo.members, d->topo.n_members);
+	free(d->topo.mountpoints);
+	free(d->topo.model);
+	free(d->topo.physical_members);
+	free(d->topo.dm_name);
+	free(d->topo.raid_level);
+	free(d->topo.volume_id);
+	free(d->backing_file);
+	free(d->members);
+}
+
+/* An EBS volume's serial is its id without the dash, on NVMe
+ * (device/serial) and, in labs that copy it, on virtio (serial). NULL only
+ * on ENOMEM. */
+static char *read_volume_id(const char *dir)
+{
+	char serial[128], id[EBS_NVME_VOLUME_ID_MAX] = "";
+
+	if (dir &&
+	    (sysfs_attr_read(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
+	     sysfs_attr_read(dir, "serial", serial, sizeof(serial)) >= 0) &&
+	    ebs_nvme_is_volume_serial(serial)) {
+		ebs_nvme_volume_id_from_serial(serial, id);
+	}
+	return strdup(id);
+}
+
+/* The kind of device d (and a partition's parent) from its sysfs
+ * directory `dir` (NULL without one), else from its name. */
+static void read_kind(struct topology_device *d, const char *dir)
+{
+	d->topo.kind = DEVICE_KIND_DISK;
+	if (dir && sysfs_attr_exists(dir, "partition")) {
+		d->topo.kind = DEVICE_KIND_PARTITION;
+		partition_parent(dir, d->topo.parent, sizeof(d->topo.parent));
+	} else if ((dir && sysfs_attr_exists(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
+		d->topo.kind = DEVICE_KIND_MD;
+	} else if ((dir && sysfs_attr_exists(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
+		d->topo.kind = DEVICE_KIND_DM;
+	} else if (d->major == 7 || has_prefix_number(d->name, "loop")) {
+		d->topo.kind = DEVICE_KIND_LOOP;
+	}
+}
+
+/* Everything sysfs says about one device; the cross-device links (parent,
+ * members, physical members, mount points) come later. */
+static int read_device(const char *sysfs, struct topology_device *d)
+{
+	char dir[PATH_MAX], qdir[PATH_MAX];
+	uint64_t v;
+	bool has_dir;
+	int r;
+
+	has_dir = sysfs_block_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
+	read_kind(d, has_dir ? dir : NULL);
+
+	d->topo.raid_level =
+	    has_dir && d->topo.kind == DEVICE_KIND_MD ? sysfs_attr_strdup(dir, "md/level") : strdup("");
+	d->topo.dm_name =
+	    has_dir && d->topo.kind == DEVICE_KIND_DM ? sysfs_attr_strdup(dir, "dm/name") : strdup("");
+	d->backing_file = has_dir && d->topo.kind == DEVICE_KIND_LOOP
+			      ? sysfs_attr_strdup(dir, "loop/backing_file")
+			      : strdup("");
+	if (!d->topo.raid_level || !d->topo.dm_name || !d->backing_file) {
+		return -ENOMEM;
+	}
+	if (has_dir && sysfs_attr_u64(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
+		d->topo.size_bytes = v * 512;
+	}
+	d->is_unused_loop =
+	    d->topo.kind == DEVICE_KIND_LOOP && (d->topo.size_bytes == 0 || d->backing_file[0] == '\0');
+
+	if (has_dir) {
+		r = read_slaves(dir, &d->topo.members, &d->topo.n_members);
+		if (r < 0) {
+			return r;
+		}
+	}
+
+	/* queue/ and device/ belong to the whole disk */
+	if (d->topo.kind == DEVICE_KIND_PARTITION && d->topo.parent[0] != '\0') {
+		has_dir = sysfs_block_dir(sysfs, d->topo.parent, qdir, sizeof(qdir)) == 0;
+	} else {
+		snprintf(qdir, sizeof(qdir), "%s", dir);
+	}
+	if (has_dir && sysfs_attr_u64(qdir, "queue/logical_block_size", &v) >= 0 && v <= UINT32_MAX) {
+		d->topo.logical_block_size = (unsigned)v;
+	}
+	if (has_dir && sysfs_attr_u64(qdir, "queue/rotational", &v) >= 0) {
+		d->topo.is_rotational = v != 0;
+	}
+	d->topo.model = has_dir ? sysfs_attr_strdup(qdir, "device/model") : strdup("");
+	d->topo.volume_id = read_volume_id(has_dir ? qdir : NULL);
+	if (!d->topo.model || !d->topo.volume_id) {
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *device_name_get(const void *base, size_t i)
+{
+	return ((const struct topology_device *)base)[i].name;
+}
+
+const struct topology_device *topology_find(const struct topology *t, const char *name)
+{
+	size_t i;
+
+	if (!t) {
+		return NULL;
+	}
+	i = name_index_find(&t->by_name, t->devices, device_name_get, name);
+	return i == SIZE_MAX ? NULL : &t->devices[i];
+}
+
+const struct topology_device *topology_find_devnum(const struct topology *t, unsigned major, unsigned minor)
+{
+	for (size_t i = 0; t && i < t->n_devices; i++) {
+		if (t->devices[i].major == major && t->devices[i].minor == minor) {
+			return &t->devices[i];
+		}
+	}
+	return NULL;
+}
+
+const struct topology_device *topology_find_dm_name(const struct topology *t, const char *dm_name)
+{
+	for (size_t i = 0; t && i < t->n_devices; i++) {
+		if (t->devices[i].topo.kind == DEVICE_KIND_DM &&
+		    strcmp(t->devices[i].topo.dm_name, dm_name) == 0) {
+			return &t->devices[i];
+		}
+	}
+	return NULL;
+}
+
+/* Physical members: through partitions (-> their disk) and md/dm (-> their
+ * members), down to devices with neither. */
+static int collect_physical(const struct topology *t, const char *name, unsigned depth, struct name_list *out)
+{
+	const struct topology_device *d = topology_find(t, name);
+	int r;
+
+	if (!d || depth > TOPOLOGY_MAX_DEPTH) {
+		return name_list_add(out, name);
+	}
+	if (d->topo.kind == DEVICE_KIND_PARTITION && d->topo.parent[0] != '\0') {
+		return collect_physical(t, d->topo.parent, depth + 1, out);
+	}
+	if (d->topo.n_members == 0) {
+		return name_list_add(out, name);
+	}
+	for (unsigned k = 0; k < d->topo.n_members; k++) {
+		r = collect_physical(t, d->topo.members[k], depth + 1, out);
+		if (r < 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Parent and member indexes, and physical members. */
+static int link_devices(struct topology *t)
+{
+	for (size_t i = 0; i < t->n_devices; i++) {
+		struct topology_device *d = &t->devices[i];
+		struct name_list phys = {0};
+		const struct topology_device *p;
+		int r = 0;
+
+		d->parent = SIZE_MAX;
+		if (d->topo.kind == DEVICE_KIND_PARTITION) {
+			p = topology_find(t, d->topo.parent);
+			d->parent = p ? (size_t)(p - t->devices) : SIZE_MAX;
+		}
+		if (d->topo.n_members > 0) {
+			d->members = calloc(d->topo.n_members, sizeof(*d->members));
+			if (!d->members) {
+				return -ENOMEM;
+			}
+			for (unsigned k = 0; k < d->topo.n_members; k++) {
+				p = topology_find(t, d->topo.members[k]);
+				if (p) {
+					d->members[d->n_members++] = (size_t)(p - t->devices);
+				}
+			}
+		}
+		if (d->topo.kind == DEVICE_KIND_PARTITION || d->topo.n_members > 0) {
+			r = collect_physical(t, d->name, 0, &phys);
+		}
+		if (r < 0) {
+			free(phys.s);
+			return r;
+		}
+		d->topo.physical_members = name_list_take(&phys);
+		if (!d->topo.physical_members) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* A mount whose filesystem reports an anonymous device (btrfs: 0:NN) is
+ * attributed through its source when that names a block device. */
+static const struct topology_device *mount_device(const struct topology *t, const struct mountinfo_entry *m)
+{
+	if (m->major != 0) {
+		return topology_find_devnum(t, m->major, m->minor);
+	}
+	if (strncmp(m->source, "/dev/", 5) == 0) {
+		return topology_find(t, m->source + 5);
+	}
+	return NULL;
+}
+
+static int assign_mountpoints(struct topology *t)
+{
+	struct name_list *lists = calloc(t->n_devices ? t->n_devices : 1, sizeof(*lists));
+	int r = 0;
+
+	if (!lists) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n_mounts && r == 0; i++) {
+		const struct topology_device *d = mount_device(t, &t->mounts[i]);
+
+		if (d) {
+			r = name_list_add(&lists[d - t->devices], t->mounts[i].mountpoint);
+		}
+	}
+	for (size_t i = 0; i < t->n_devices; i++) {
+		if (r == 0) {
+			t->devices[i].topo.mountpoints = name_list_take(&lists[i]);
+			if (!t->devices[i].topo.mountpoints) {
+				r = -ENOMEM;
+			}
+		} else {
+			free(lists[i].s);
+		}
+	}
+	free(lists);
+	return r;
+}
+
+static int read_mounts(const char *procfs, struct topology *t)
+{
+	_cleanup_free_ char *path = path_join(procfs, "self/mountinfo");
+	_cleanup_free_ char *buf = NULL;
+	int r;
+
+	if (!path) {
+		return -ENOMEM;
+	}
+	r = read_virtual_file(path, MOUNTINFO_MAX_SIZE, &buf);
+	if (r < 0) {
+		/* no mountinfo (a bare fixture): no mount points */
+		return r == -ENOMEM ? r : 0;
+	}
+	r = mountinfo_parse(buf, &t->mounts);
+	if (r < 0) {
+		return r;
+	}
+	t->n_mounts = (size_t)r;
+	return 0;
+}
+
+static void topology_destroy(struct topology *t)
+{
+	for (size_t i = 0; i < t->n_devices; i++) {
+		topology_device_done(&t->devices[i]);
+	}
+	free(t->devices);
+	mountinfo_free(t->mounts, t->n_mounts);
+	name_index_done(&t->by_name);
+	free(t);
+}
+
+DEFINE_REFCOUNT(struct topology, topology, topology_destroy);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct topology *, topology_unref);
+
+int topology_build(const char *procfs, const char *sysfs, const struct diskstats_raw *devs, size_t n,
+		   struct topology **ret)
+{
+	_cleanup_(topology_unrefp) struct topology *t = NULL;
+	int r;
+
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		return -ENOMEM;
+	}
+	t->refcount = 1;
+	t->devices = calloc(n ? n : 1, sizeof(*t->devices));
+	if (!t->devices) {
+		return -ENOMEM;
+	}
+	t->n_devices = n;
+	for (size_t i = 0; i < n; i++) {
+		struct topology_device *d = &t->devices[i];
+
+		memcpy(d->name, devs[i].name, sizeof(d->name));
+		d->major = devs[i].major;
+		d->minor = devs[i].minor;
+		r = read_device(sysfs, d);
+		if (r < 0) {
+			return r;
+		}
+	}
+	r = name_index_build(&t->by_name, t->devices, n, device_name_get);
+	if (r < 0) {
+		return r;
+	}
+	r = link_devices(t);
+	if (r < 0) {
+		return r;
+	}
+	r = read_mounts(procfs, t);
+	if (r < 0) {
+		return r;
+	}
+	r = assign_mountpoints(t);
+	if (r < 0) {
+		return r;
+	}
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+/* Does mount point `mp` contain `path` (on a component boundary)? */
+static size_t mount_prefix_len(const char *mp, const char *path)
+{
+	size_t n = strlen(mp);
+
+	if (strcmp(mp, "/") == 0) {
+		return path[0] == '/' ? 1 : 0;
+	}
+	if (strncmp(mp, path, n) == 0 && (path[n] == '\0' || path[n] == '/')) {
+		return n;
+	}
+	return 0;
+}
+
+const struct mountinfo_entry *topology_mount_for_path(const struct topology *t, const char *path)
+{
+	const struct mountinfo_entry *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; t && i < t->n_mounts; i++) {
+		size_t len = mount_prefix_len(t->mounts[i].mountpoint, path);
+
+		/* ">=": a later mount over the same point hides the earlier one */
+		if (len > 0 && len >= best_len) {
+			best = &t->mounts[i];
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+const struct topology_device *topology_device_for_path(const struct topology *t, const char *path)
+{
+	const struct mountinfo_entry *m;
+
+	if (!t || !path) {
+		return NULL;
+	}
+	if (strncmp(path, "/dev/mapper/", 12) == 0) {
+		return topology_find_dm_name(t, path + 12);
+	}
+	if (strncmp(path, "/dev/", 5) == 0 && topology_find(t, path + 5)) {
+		return topology_find(t, path + 5);
+	}
+	m = topology_mount_for_path(t, path);
+	return m ? mount_device(t, m) : NULL;
+}

@@ -1,0 +1,190 @@
+/* fio's workload keys in a job's loop (cmdprio, thinktime, flow, prio,
+ * write content) and the side figures fio reports (interval samples, CPU
+ * usage), kept out of job.c's submit and reap loop. */
+#include "probe-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "timeutil.h"
+
+/* ioprio_set(2)'s value of a class and level (linux/ioprio.h's
+ * IOPRIO_PRIO_VALUE). */
+#define PROBE_IOPRIO(cls, lvl) ((uint16_t)(((cls) << 13) | (lvl)))
+
+/* cmdprio_bssplit: the shares of the entries of this I/O's size. */
+static uint16_t cmdprio_split(struct job *j, int d, uint64_t len, unsigned cls, unsigned lvl)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t x = probe_rng_below(&j->gen.rng, 100);
+
+	for (unsigned i = 0; i < wl->n_cmdprio_split[d]; i++) {
+		if (wl->cmdprio_split[d][i].bs != len) {
+			continue;
+		}
+		if (x < wl->cmdprio_split[d][i].pct) {
+			return wl->cmdprio_split[d][i].has_prio
+				   ? PROBE_IOPRIO(wl->cmdprio_split[d][i].cls, wl->cmdprio_split[d][i].lvl)
+				   : PROBE_IOPRIO(cls, lvl);
+		}
+		x -= wl->cmdprio_split[d][i].pct;
+	}
+	return 0;
+}
+
+/* cmdprio_percentage/cmdprio_bssplit: this I/O's own priority, 0 for the
+ * thread's. Class and level default to the highest, as in fio. */
+uint16_t job_cmdprio(struct job *j, int d, uint64_t len)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	unsigned cls = wl->has_cmdprio_class[d] ? wl->cmdprio_class[d] : 1;
+	unsigned lvl = wl->has_cmdprio[d] ? wl->cmdprio[d] : 0;
+
+	if (wl->n_cmdprio_split[d] > 0) {
+		return cmdprio_split(j, d, len, cls, lvl);
+	}
+	if (wl->cmdprio_pct[d] == 0 || probe_rng_below(&j->gen.rng, 100) >= wl->cmdprio_pct[d]) {
+		return 0;
+	}
+	return PROBE_IOPRIO(cls, lvl);
+}
+
+/* thinktime: after thinktime_blocks I/Os (issued or completed, as
+ * thinktime_blocks_type says) or thinktime_iotime of I/O. */
+bool job_think_due(const struct job *j, uint64_t now)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t blocks = wl->thinktime_blocks ? wl->thinktime_blocks : 1;
+
+	if (wl->thinktime_usec == 0) {
+		return false;
+	}
+	if (wl->thinktime_iotime_usec && now - j->think_ns >= wl->thinktime_iotime_usec * NSEC_PER_USEC) {
+		return true;
+	}
+	return (wl->is_thinktime_issue ? j->think_issued : j->think_completed) >= blocks;
+}
+
+uint64_t job_think_spin(struct job *j)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+	uint64_t spin =
+	    wl->thinktime_spin_usec < wl->thinktime_usec ? wl->thinktime_spin_usec : wl->thinktime_usec;
+
+	while (now_nsec(CLOCK_MONOTONIC) - t0 < spin * NSEC_PER_USEC && !run_is_cancelled(j->run)) {
+	}
+	return t0 + wl->thinktime_usec * NSEC_PER_USEC;
+}
+
+void job_think_done(struct job *j)
+{
+	j->think_ns = now_nsec(CLOCK_MONOTONIC);
+	j->think_issued = j->think_completed = 0;
+}
+
+/* flow: whether the job is ahead of its weight's share of its flow's I/Os
+ * (fio's flow_threshold_exceeded()); it then waits flow_sleep, or a little
+ * while its I/Os complete. */
+bool job_flow_held(const struct job *j, uint64_t now, uint64_t *ret_due)
+{
+	const struct run *r = j->run;
+	uint64_t total;
+
+	if (!r->flow) {
+		return false;
+	}
+	total = __atomic_load_n(&r->flow->counter, __ATOMIC_RELAXED);
+	if (total == 0 || (double)j->flow_counter / (double)total <=
+			      (double)r->layout_pc.wl.flow / (double)r->flow->total_weight) {
+		return false;
+	}
+	*ret_due = now + (r->layout_pc.wl.flow_sleep_usec ? r->layout_pc.wl.flow_sleep_usec * NSEC_PER_USEC
+							  : 50 * NSEC_PER_USEC);
+	return true;
+}
+
+/* An I/O issued: thinktime's, flow's and rate_process=poisson's counts. */
+void job_flow_issued(struct job *j)
+{
+	struct run *r = j->run;
+
+	j->think_issued++;
+	if (r->flow) {
+		__atomic_fetch_add(&r->flow->counter, 1, __ATOMIC_RELAXED);
+		j->flow_counter++;
+	}
+	if (r->layout_pc.wl.is_poisson) {
+		j->poisson_due_ns += iogen_poisson_gap_ns(&j->gen.rng, r->rate_iops);
+	}
+}
+
+/* prio and prioclass: the job thread's I/O priority, as fio sets its
+ * job's (best effort level 4 where one of them is not given). */
+int job_set_ioprio(struct job *j)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	unsigned cls = wl->has_prioclass ? wl->prioclass : 2, lvl = wl->has_prio ? wl->prio : 4;
+
+	if (!wl->has_prio && !wl->has_prioclass) {
+		return 0;
+	}
+	/* IOPRIO_WHO_PROCESS (1) with 0: the calling thread */
+	if (syscall(SYS_ioprio_set, 1, 0, (int)PROBE_IOPRIO(cls, lvl)) < 0) {
+		int k = -errno;
+
+		snprintf(j->message, sizeof(j->message), "prioclass=%u prio=%u: ioprio_set: %s%s", cls, lvl,
+			 strerror(-k), k == -EPERM ? " (the realtime class needs CAP_SYS_ADMIN)" : "");
+		return k;
+	}
+	return 0;
+}
+
+/* fio's bw and iops samples: one per direction per FIOSTAT_AVG_MSEC. */
+void job_sample(struct job *j, uint64_t now)
+{
+	uint64_t msec;
+
+	if (!fiostat_interval_end(&j->fio, now, &msec)) {
+		return;
+	}
+	for (size_t op = PROBE_OP_READ; op <= PROBE_OP_WRITE; op++) {
+		fiostat_dir_sample(&j->op[op].fio, j->op[op].bytes, j->op[op].ops, msec);
+	}
+}
+
+/* The job thread's CPU time, context switches and faults (fio's usr_cpu,
+ * sys_cpu, ctx, majf, minf): `sign` -1 at the start, +1 at the end. */
+void job_rusage(struct job *j, int sign)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0) {
+		return;
+	}
+	j->fio.usr_usec += (uint64_t)sign * (uint64_t)(ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
+	j->fio.sys_usec += (uint64_t)sign * (uint64_t)(ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+	j->fio.ctx += (uint64_t)sign * (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
+	j->fio.majf += (uint64_t)sign * (uint64_t)ru.ru_majflt;
+	j->fio.minf += (uint64_t)sign * (uint64_t)ru.ru_minflt;
+}
+
+/* A write's content: iopsd's own (every sector stamped: incompressible and
+ * unique over the random buffer), or what fio's content keys ask. */
+void job_fill_buffer(struct job *j, struct slot *s, uint64_t offset)
+{
+	struct run *r = j->run;
+	uint64_t stamp = probe_rng_next(&j->gen.rng);
+
+	if (iogen_buf_is_default(&r->buf)) {
+		for (uint64_t i = 0; i < s->len; i += 512) {
+			*(uint64_t *)((char *)s->buf + i) = (stamp ^ offset) + i;
+		}
+		return;
+	}
+	iogen_buf_fill(&r->buf, s->buf, s->len, iogen_buf_seed(&r->buf, &j->buf, &j->gen.rng, stamp));
+}
