@@ -120,7 +120,11 @@ struct probe_workload {
 	char wait_for[128]; /* --once: start after the job of this name ends, "" none */
 	unsigned flow;	    /* weight in its flow_id's share of the I/Os, 0: none */
 	unsigned flow_id;
-	uint64_t flow_sleep_usec; /* a held job's pause */
+	uint64_t flow_sleep_usec;		 /* a held job's pause */
+	bool has_ss;				 /* steadystate= (ss=) */
+	bool is_ss_iops, is_ss_slope, is_ss_pct; /* iops or bw; slope or mean deviation; a percent */
+	double ss_limit;
+	uint64_t ss_dur_usec, ss_ramp_usec; /* ss_dur (1 to 300 s), ss_ramp */
 };
 
 /* Where a probe's budget keys and interval were set (0: not given; a key

@@ -213,6 +213,41 @@ static int parse_cmdprio_split(const char *value, struct probe_workload *wl)
 	return parse_cmdprio_split_dir(comma, wl, PROBE_DIR_WRITE);
 }
 
+/* ss=iops:10%, bw_slope:1% (fio's steadystate), ss_dur=, ss_ramp= */
+static int parse_ss(const char *name, const char *value, struct probe_workload *wl)
+{
+	const char *colon = strchr(value, ':');
+	char *end = NULL;
+	size_t n = colon ? (size_t)(colon - value) : 0;
+
+	if (strcmp(name, "steadystate_duration") == 0) {
+		return parse_duration(value, USEC_PER_SEC, &wl->ss_dur_usec) < 0 ||
+			       wl->ss_dur_usec < USEC_PER_SEC || wl->ss_dur_usec > 300 * USEC_PER_SEC
+			   ? -EINVAL
+			   : 0;
+	}
+	if (strcmp(name, "steadystate_ramp_time") == 0) {
+		return parse_duration(value, USEC_PER_SEC, &wl->ss_ramp_usec);
+	}
+	if (!colon ||
+	    !((n == 4 && strncmp(value, "iops", 4) == 0) || (n == 2 && strncmp(value, "bw", 2) == 0) ||
+	      (n == 10 && strncmp(value, "iops_slope", 10) == 0) ||
+	      (n == 8 && strncmp(value, "bw_slope", 8) == 0))) {
+		return -EINVAL;
+	}
+	wl->is_ss_iops = value[0] == 'i';
+	wl->is_ss_slope = n > 4;
+	errno = 0;
+	wl->ss_limit = strtod(colon + 1, &end);
+	if (errno != 0 || end == colon + 1 || !(wl->ss_limit >= 0) ||
+	    (*end != '\0' && strcmp(end, "%") != 0)) {
+		return -EINVAL;
+	}
+	wl->is_ss_pct = *end == '%';
+	wl->has_ss = true;
+	return 0;
+}
+
 /* prio and prioclass as ioprio_set(2) takes them (class 1 realtime, 2
  * best effort, 3 idle; level 0..7); cmdprio* per direction. */
 static int parse_prio(const char *name, const char *value, struct probe_workload *wl)
@@ -261,6 +296,10 @@ const char *fio_workload_syntax(const char *name)
 	    {"cmdprio_class", "expected 0 to 3, or READ,WRITE"},
 	    {"cmdprio", "expected 0 to 7, or READ,WRITE"},
 	    {"wait_for", "expected a job's name (up to 127 bytes)"},
+	    {"steadystate",
+	     "expected iops:LIMIT, iops_slope:LIMIT, bw:LIMIT or bw_slope:LIMIT (LIMIT may end in %)"},
+	    {"steadystate_duration", "expected 1s to 300s (a bare number is seconds)"},
+	    {"steadystate_ramp_time", "expected a time (a bare number is seconds)"},
 	    {"cmdprio_bssplit", "expected BS/PERCENT[/CLASS/LEVEL]:..., or READ,WRITE lists"},
 	    {"flow", "expected a weight from 0"},
 	    {"flow_id", "expected a number"},
@@ -282,7 +321,9 @@ int fio_parse_workload(const char *name, const char *key, const char *value, str
 	bool is_poisson = false;
 	int r;
 
-	if (strcmp(name, "flow") == 0 || strcmp(name, "flow_id") == 0) {
+	if (strncmp(name, "steadystate", 11) == 0) {
+		r = parse_ss(name, value, &w);
+	} else if (strcmp(name, "flow") == 0 || strcmp(name, "flow_id") == 0) {
 		r = uint_in(value, 1000000, strcmp(name, "flow") == 0 ? &w.flow : &w.flow_id);
 	} else if (strcmp(name, "flow_sleep") == 0) {
 		r = parse_duration(value, 1, &w.flow_sleep_usec);

@@ -461,11 +461,14 @@ const struct config_key config_keys[] = {
     PROBE("wait_for", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "--once starts the job when the named job has ended, as fio; the daemon never overlaps runs on one "
 	  "device"),
-    REFUSED("steadystate", "ss", NULL, "stopping at a steady state is not supported: set runtime"),
-    REFUSED("steadystate_duration", "ss_dur", NULL,
-	    "stopping at a steady state is not supported: set runtime"),
-    REFUSED("steadystate_ramp_time", "ss_ramp", NULL,
-	    "stopping at a steady state is not supported: set runtime"),
+    PROBE("steadystate", "ss", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "iops:LIMIT, iops_slope:LIMIT, bw:LIMIT or bw_slope:LIMIT: the run ends when the last ss_dur "
+	  "seconds' IOPS or bandwidth are within LIMIT (% of the mean) of their mean, or their slope is, as "
+	  "fio's steady state"),
+    PROBE("steadystate_duration", "ss_dur", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the window, 1s to 300s"),
+    PROBE("steadystate_ramp_time", "ss_ramp", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "seconds left out before the window fills"),
     REFUSED("profile", NULL, NULL, "fio's built-in profiles are not supported"),
     REFUSED("sqthread_poll", NULL, "0", WHY_URING),
     REFUSED("sqthread_poll_cpu", NULL, NULL, WHY_URING),

@@ -214,6 +214,40 @@ static void job_extras_to_json(json_t *o, const struct fio_job *j, bool *ok)
 	set(o, "target", json_string(j->target), ok);
 }
 
+/* ss=: fio's "steadystate" object. */
+static json_t *ss_to_json(const struct steady *ss)
+{
+	json_auto_t *o = json_object(), *data = json_object(), *iops = json_array(), *bw = json_array();
+	char buf[64];
+	uint64_t sum_iops = 0, sum_bw = 0;
+	bool ok = o && data && iops && bw;
+
+	if (!ok) {
+		return NULL;
+	}
+	snprintf(buf, sizeof(buf), "%s%s:%f%s", ss->is_iops ? "iops" : "bw", ss->is_slope ? "_slope" : "",
+		 ss->limit, ss->is_pct ? "%" : "");
+	set(o, "ss", json_string(buf), &ok);
+	set(o, "duration", json_integer(ss->dur), &ok);
+	set(o, "attained", json_integer(ss->is_attained), &ok);
+	snprintf(buf, sizeof(buf), "%f%s", ss->criterion, ss->is_pct ? "%" : "");
+	set(o, "criterion", json_string(buf), &ok);
+	set(o, "max_deviation", json_real(ss->deviation), &ok);
+	set(o, "slope", json_real(ss->slope), &ok);
+	for (unsigned i = 0; i < ss->n; i++) {
+		sum_iops += steady_value(ss, true, i);
+		sum_bw += steady_value(ss, false, i);
+		ok &= json_array_append_new(iops, json_integer((json_int_t)steady_value(ss, true, i))) == 0;
+		ok &= json_array_append_new(bw, json_integer((json_int_t)steady_value(ss, false, i))) == 0;
+	}
+	set(data, "bw_mean", json_integer((json_int_t)(ss->n ? sum_bw / ss->n : 0)), &ok);
+	set(data, "iops_mean", json_integer((json_int_t)(ss->n ? sum_iops / ss->n : 0)), &ok);
+	set(data, "iops", TAKE_PTR(iops), &ok);
+	set(data, "bw", TAKE_PTR(bw), &ok);
+	set(o, "data", TAKE_PTR(data), &ok);
+	return ok ? TAKE_PTR(o) : NULL;
+}
+
 static json_t *job_to_json(const struct fio_report *r, const struct fio_job *j)
 {
 	json_auto_t *o = json_object();
@@ -235,6 +269,9 @@ static json_t *job_to_json(const struct fio_report *r, const struct fio_job *j)
 	}
 	set(o, "sync", sync_to_json(r, j), &ok);
 	job_tail_to_json(o, j, &ok);
+	if (j->res->ss.is_enabled) {
+		set(o, "steadystate", ss_to_json(&j->res->ss), &ok);
+	}
 	job_extras_to_json(o, j, &ok);
 	return ok ? TAKE_PTR(o) : NULL;
 }

@@ -212,6 +212,27 @@ static void show_depths(FILE *out, const struct fio_job *j)
 	fprintf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", j->pc->iodepth);
 }
 
+/* ss=: fio's "steadystate" line. */
+static void show_ss(FILE *out, const struct steady *ss)
+{
+	uint64_t bw = 0, iops = 0;
+	char a[N2S_LEN], b[N2S_LEN], c[N2S_LEN];
+
+	for (unsigned i = 0; i < ss->n; i++) {
+		bw += steady_value(ss, false, i);
+		iops += steady_value(ss, true, i);
+	}
+	bw = ss->n ? bw / ss->n : 0;
+	iops = ss->n ? iops / ss->n : 0;
+	fprintf(out, "  steadystate  : attained=%s, bw=%s (%s), iops=%s, %s%s=%.3f%s\n",
+		ss->is_attained ? "yes" : "no",
+		fio_num2str(bw / 1024, SIG_FIGS, 1024, true, FIO_N2S_BYTEPERSEC, a, sizeof(a)),
+		fio_num2str(bw / 1024, SIG_FIGS, 1024, false, FIO_N2S_BYTEPERSEC, b, sizeof(b)),
+		fio_num2str(iops, SIG_FIGS, 1, false, FIO_N2S_NONE, c, sizeof(c)),
+		ss->is_iops ? "iops" : "bw", ss->is_slope ? " slope" : " mean dev", ss->criterion,
+		ss->is_pct ? "%" : "");
+}
+
 static void show_job(FILE *out, const struct fio_report *r, const struct fio_job *j)
 {
 	const struct fiostat_job *f = &j->res->fio;
@@ -240,6 +261,9 @@ static void show_job(FILE *out, const struct fio_report *r, const struct fio_job
 	fprintf(out, "  cpu          : usr=%3.2f%%, sys=%3.2f%%, ctx=%llu, majf=%llu, minf=%llu\n", usr, sys,
 		(unsigned long long)f->ctx, (unsigned long long)f->majf, (unsigned long long)f->minf);
 	show_depths(out, j);
+	if (j->res->ss.is_enabled) {
+		show_ss(out, &j->res->ss);
+	}
 }
 
 static void show_group(FILE *out, const struct fio_group *g)

@@ -146,6 +146,7 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 		/* ramp_time: run, but kept out of the figures (as in fio) */
 	} else if (res == want) {
 		j->think_completed++;
+		job_ss_count(j, (uint64_t)want);
 		o->ops++;
 		o->bytes += (uint64_t)want;
 		histogram_record(&o->lat, t - s->submit_ns);
@@ -477,6 +478,7 @@ static bool job_reap(struct job *j, struct io_loop *l)
 	}
 	fiostat_mark_complete(&j->fio, reaped);
 	job_sample(j, l->now);
+	job_ss_tick(j, l->now);
 	return true;
 }
 
@@ -501,6 +503,7 @@ static void job_loop(struct job *j)
 		}
 		l.due = 0;
 		if (l.is_issuing && (j->error != 0 || l.now >= l.stop_at || run_is_cancelled(r) ||
+				     __atomic_load_n(&r->ss_stop, __ATOMIC_ACQUIRE) ||
 				     (job_budget_spent(j, l.issued) && !l.want_fsync))) {
 			l.is_issuing = false;
 		}

@@ -188,3 +188,47 @@ void job_fill_buffer(struct job *j, struct slot *s, uint64_t offset)
 	}
 	iogen_buf_fill(&r->buf, s->buf, s->len, iogen_buf_seed(&r->buf, &j->buf, &j->gen.rng, stamp));
 }
+
+/* ss=: a completed I/O, counted where the ticking job can read it. */
+void job_ss_count(struct job *j, uint64_t bytes)
+{
+	if (j->run->ss.is_enabled) {
+		__atomic_fetch_add(&j->ss_ios, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&j->ss_bytes, bytes, __ATOMIC_RELAXED);
+	}
+}
+
+/* ss=: once a second (after ramp_time and ss_ramp) one job, whichever
+ * gets there first, adds the run's second to the window; attained, the
+ * jobs stop issuing, as fio's end. */
+void job_ss_tick(struct job *j, uint64_t now)
+{
+	struct run *r = j->run;
+	uint64_t next = __atomic_load_n(&r->ss_next_ns, __ATOMIC_ACQUIRE), ios = 0, bytes = 0;
+	bool is_first = next == 0;
+
+	if (!r->ss.is_enabled) {
+		return;
+	}
+	if (is_first) {
+		next = r->start_ns + r->ramp_ns + r->layout_pc.wl.ss_ramp_usec * NSEC_PER_USEC;
+	}
+	if (now < next ||
+	    !__atomic_compare_exchange_n(&r->ss_next_ns, &(uint64_t){is_first ? 0 : next},
+					 next + NSEC_PER_SEC, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		return;
+	}
+	for (unsigned i = 0; i < r->numjobs; i++) {
+		ios += __atomic_load_n(&r->jobs[i].ss_ios, __ATOMIC_RELAXED);
+		bytes += __atomic_load_n(&r->jobs[i].ss_bytes, __ATOMIC_RELAXED);
+	}
+	/* per second of the time since the last tick, as fio's rate_time */
+	if (!is_first && now > r->ss_last_ns &&
+	    steady_add(&r->ss, (ios - r->ss_ios) * NSEC_PER_SEC / (now - r->ss_last_ns),
+		       (bytes - r->ss_bytes) * NSEC_PER_SEC / (now - r->ss_last_ns))) {
+		__atomic_store_n(&r->ss_stop, true, __ATOMIC_RELEASE);
+	}
+	r->ss_ios = ios;
+	r->ss_bytes = bytes;
+	r->ss_last_ns = now;
+}

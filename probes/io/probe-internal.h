@@ -67,9 +67,10 @@ struct job {
 	uint64_t think_ns;	  /* thinktime: when the last pause ended */
 	uint64_t think_issued;	  /* ... I/Os issued and completed since */
 	uint64_t think_completed;
-	uint64_t flow_counter; /* its I/Os in the flow */
-	cpu_set_t cpu;	       /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
-	cpu_set_t allowed;     /* where it may go once let go (job_watch_cpu()) */
+	uint64_t flow_counter;	   /* its I/Os in the flow */
+	uint64_t ss_ios, ss_bytes; /* atomic: its I/Os for ss= */
+	cpu_set_t cpu;		   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
+	cpu_set_t allowed;	   /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
 	int schedstat_fd; /* its /proc/thread-self/schedstat while pinned, or -1 */
 	uint64_t watch_ns, watch_wait_ns, watch_slices;
@@ -101,6 +102,11 @@ struct run {
 	struct iogen_buf buf;	 /* write content (buffer_pattern, dedupe, compress) */
 	struct probe_flow *flow; /* flow=: the shared one, or own_flow */
 	struct probe_flow own_flow;
+	struct steady ss;	   /* ss=: taken by the job that ticks each second */
+	uint64_t ss_next_ns;	   /* atomic: the next tick, 0 before the first */
+	uint64_t ss_ios, ss_bytes; /* the jobs' totals at the last tick */
+	uint64_t ss_last_ns;	   /* ... and its time */
+	bool ss_stop;		   /* atomic: attained, the jobs stop issuing */
 
 	int *fds; /* the probe files (nrfiles), or the raw device */
 	unsigned n_fds;
@@ -162,6 +168,8 @@ int job_set_ioprio(struct job *j);
 void job_sample(struct job *j, uint64_t now);
 void job_rusage(struct job *j, int sign);
 void job_fill_buffer(struct job *j, struct slot *s, uint64_t offset);
+void job_ss_count(struct job *j, uint64_t bytes);
+void job_ss_tick(struct job *j, uint64_t now);
 
 /* cpuwatch.c */
 void job_unwatch(struct job *j);

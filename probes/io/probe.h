@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "fiostat.h"
+#include "steady.h"
 #include "histogram.h"
 #include "macro.h"
 
@@ -56,6 +57,7 @@ struct probe_result {
 	dev_t directory_dev;   /* the filesystem DIRECTORY was on, 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
 	struct fiostat_job fio; /* depths, latency buckets, CPU: the jobs' sum */
+	struct steady ss;	/* ss=: the window and whether it was attained */
 };
 
 /* Zero *res, with empty histograms. */

@@ -274,6 +274,7 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 {
 	uint64_t end = r->start_ns;
 
+	res->ss = r->ss; /* the jobs have ended: no tick writes it now */
 	for (unsigned i = 0; i < n_jobs; i++) {
 		struct job *j = &r->jobs[i];
 
@@ -525,6 +526,7 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 	r->own_flow =
 	    (struct probe_flow){.id = pc->wl.flow_id, .total_weight = (uint64_t)pc->wl.flow * pc->numjobs};
 	r->flow = !pc->wl.flow ? NULL : o && o->flow ? o->flow : &r->own_flow;
+	steady_init(&r->ss, &pc->wl);
 	r->directory_dev = o ? o->directory_dev : 0;
 	r->block_size_dev = o ? o->block_size_dev : 0;
 	r->logical_block_size = o ? o->logical_block_size : 0;

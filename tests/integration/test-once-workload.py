@@ -14,7 +14,8 @@
   probe file's blocks after a write job hold the pattern, compress to the
   share asked, repeat as often as asked;
 - wait_for: the job starts when the named one has ended;
-- flow: two jobs of weights 1 and 8 issue 1:8, in iopsd as in fio."""
+- flow: two jobs of weights 1 and 8 issue 1:8, in iopsd as in fio;
+- ss: a steady job ends once ss_dur seconds are within the limit."""
 import ctypes
 import json
 import os
@@ -224,6 +225,24 @@ def check_flow(mnt, d):
     print(f"flow=1 and flow=8: reads per write iopsd {ri:.2f}, fio {rf:.2f}")
 
 
+def check_steadystate(mnt, d):
+    """ss=iops:10% over 3 s after a 1 s ss_ramp, on a job paced at 2000 IOPS
+    for 30 s: it ends at about 4 s, attained, as fio's does; fio's JSON
+    object with it."""
+    path = os.path.join(d, "ss.fio")
+    write(path, job(mnt, "ss", "rw=randread\niodepth=4\nruntime=30\ntime_based\nrate_iops=2000\n"
+                               "ss=iops:10%\nss_dur=3s\nss_ramp=1s"))
+    ji = iopsd(path)
+    jf = fio(path)
+    ss = ji["steadystate"]
+    assert ss["attained"] == 1 and ss["duration"] == 3 and len(ss["data"]["iops"]) == 3, ss
+    assert 3.5e6 <= ji["runtime_usec"] <= 8e6, ji["runtime_usec"]
+    assert jf["steadystate"]["attained"] == 1, jf["steadystate"]
+    assert set(ss) == set(jf["steadystate"]) and set(ss["data"]) == set(jf["steadystate"]["data"])
+    print(f"ss=iops:10% ss_dur=3s: attained after {ji['runtime_usec'] / 1e6:.1f} s (fio "
+          f"{jf['job_runtime'] / 1000:.1f} s), criterion {ss['criterion']}")
+
+
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4", "fio", "strace")
@@ -238,6 +257,7 @@ def main():
         check_buffers(mnt, d)
         check_wait_for(mnt, d)
         check_flow(mnt, d)
+        check_steadystate(mnt, d)
         print("ok: fio's workload keys do in --once what they do in fio")
     finally:
         fs.cleanup()
