@@ -125,6 +125,10 @@ struct probe_workload {
 	bool is_ss_iops, is_ss_slope, is_ss_pct; /* iops or bw; slope or mean deviation; a percent */
 	double ss_limit;
 	uint64_t ss_dur_usec, ss_ramp_usec; /* ss_dur (1 to 300 s), ss_ramp */
+	uint64_t latency_target_usec;	    /* find the deepest queue that meets it, 0: none */
+	uint64_t latency_window_usec;	    /* each depth's trial */
+	double latency_percentile;	    /* of the window's I/Os within target, 0: 100 */
+	bool is_latency_run;		    /* latency_run: keep adjusting, not stop at the depth */
 };
 
 /* Where a probe's budget keys and interval were set (0: not given; a key

@@ -213,6 +213,29 @@ static int parse_cmdprio_split(const char *value, struct probe_workload *wl)
 	return parse_cmdprio_split_dir(comma, wl, PROBE_DIR_WRITE);
 }
 
+/* latency_target, latency_window (bare numbers are microseconds),
+ * latency_percentile, latency_run */
+static int parse_latency(const char *name, const char *value, struct probe_workload *wl)
+{
+	char *end = NULL;
+
+	if (strcmp(name, "latency_target") == 0) {
+		return parse_duration(value, 1, &wl->latency_target_usec);
+	}
+	if (strcmp(name, "latency_window") == 0) {
+		return parse_duration(value, 1, &wl->latency_window_usec);
+	}
+	if (strcmp(name, "latency_run") == 0) {
+		return parse_bool(value, &wl->is_latency_run);
+	}
+	errno = 0;
+	wl->latency_percentile = strtod(value, &end);
+	return errno == 0 && end != value && *end == '\0' && wl->latency_percentile > 0 &&
+		       wl->latency_percentile <= 100
+		   ? 0
+		   : -EINVAL;
+}
+
 /* ss=iops:10%, bw_slope:1% (fio's steadystate), ss_dur=, ss_ramp= */
 static int parse_ss(const char *name, const char *value, struct probe_workload *wl)
 {
@@ -296,6 +319,10 @@ const char *fio_workload_syntax(const char *name)
 	    {"cmdprio_class", "expected 0 to 3, or READ,WRITE"},
 	    {"cmdprio", "expected 0 to 7, or READ,WRITE"},
 	    {"wait_for", "expected a job's name (up to 127 bytes)"},
+	    {"latency_target", "expected a time (a bare number is microseconds)"},
+	    {"latency_window", "expected a time (a bare number is microseconds)"},
+	    {"latency_percentile", "expected a percentage above 0, up to 100"},
+	    {"latency_run", "expected a boolean"},
 	    {"steadystate",
 	     "expected iops:LIMIT, iops_slope:LIMIT, bw:LIMIT or bw_slope:LIMIT (LIMIT may end in %)"},
 	    {"steadystate_duration", "expected 1s to 300s (a bare number is seconds)"},
@@ -321,7 +348,9 @@ int fio_parse_workload(const char *name, const char *key, const char *value, str
 	bool is_poisson = false;
 	int r;
 
-	if (strncmp(name, "steadystate", 11) == 0) {
+	if (strncmp(name, "latency_", 8) == 0) {
+		r = parse_latency(name, value, &w);
+	} else if (strncmp(name, "steadystate", 11) == 0) {
 		r = parse_ss(name, value, &w);
 	} else if (strcmp(name, "flow") == 0 || strcmp(name, "flow_id") == 0) {
 		r = uint_in(value, 1000000, strcmp(name, "flow") == 0 ? &w.flow : &w.flow_id);

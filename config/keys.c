@@ -81,7 +81,6 @@
 #define WHY_TRIM   "iopsd never trims (discards) blocks: it measures reads and writes"
 #define WHY_ZONED  "zoned block devices and zone modes are not supported: iopsd probes a whole region"
 #define WHY_REPLAY "replaying an I/O trace: iopsd generates its own I/O from the job's keys"
-#define WHY_LATTGT "searches for the queue depth that meets a latency target: iopsd runs the iodepth given"
 #define WHY_NET	   "an option of fio's network and remote-storage engines, which do not measure a local disk"
 #define WHY_URING  "an option of fio's io_uring engines: iopsd's engine chooses its own submission settings"
 #define WHY_ENGINE "an option of a fio engine that does not measure a disk (refused with ioengine=)"
@@ -395,10 +394,16 @@ const struct config_key config_keys[] = {
 	  "a pause also after this much I/O time (a bare number is seconds)"),
     PROBE("rate_process", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "linear, or poisson: rate_iops as a Poisson process (exponential gaps)"),
-    REFUSED("latency_target", NULL, "0", WHY_LATTGT),
-    REFUSED("latency_window", NULL, "0", WHY_LATTGT),
-    REFUSED("latency_percentile", NULL, "100", WHY_LATTGT),
-    REFUSED("latency_run", NULL, "0", WHY_LATTGT),
+    PROBE("latency_target", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "as fio: find the deepest queue, up to iodepth, whose I/Os' latency stays within this (a bare "
+	  "number is microseconds), ramping up from 1 and bisecting; the run ends after a window at the "
+	  "depth found, whose figures are the report's, with latency_depth"),
+    PROBE("latency_window", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "each depth's trial (a bare number is microseconds)"),
+    PROBE("latency_percentile", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the share of a window's I/Os that must be within latency_target (100)"),
+    PROBE("latency_run", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "keep adjusting the depth for the whole run rather than end at the one found"),
     PROBE("prio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "the job's I/O priority level 0..7 (ioprio_set(2)), with prioclass"),
     PROBE("prioclass", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,

@@ -185,11 +185,12 @@ static void job_tail_to_json(json_t *o, const struct fio_job *j, bool *ok)
 	set(o, "latency_ns", lat_buckets_to_json(f->lat_n, FIOSTAT_LAT_N_NR, total), ok);
 	set(o, "latency_us", lat_buckets_to_json(f->lat_u, FIOSTAT_LAT_U_NR, total), ok);
 	set(o, "latency_ms", lat_buckets_to_json(f->lat_m, FIOSTAT_LAT_M_NR, total), ok);
-	/* a job without latency_target: fio's figures for it */
-	set(o, "latency_depth", json_integer(j->pc->iodepth), ok);
-	set(o, "latency_target", json_integer(0), ok);
-	set(o, "latency_percentile", json_real(100.0), ok);
-	set(o, "latency_window", json_integer(0), ok);
+	/* latency_target's figures as fio's (without it: 0, 0, 100 and iodepth) */
+	set(o, "latency_depth", json_integer(fio_job_latency_depth(j)), ok);
+	set(o, "latency_target", json_integer((json_int_t)(j->pc->wl.latency_target_usec * 1000)),
+	    ok); /* ns */
+	set(o, "latency_percentile", json_real(fio_job_latency_percentile(j)), ok);
+	set(o, "latency_window", json_integer((json_int_t)j->pc->wl.latency_window_usec), ok);
 }
 
 /* iopsd's own figures, under its own names (today's --once keys). */

@@ -209,7 +209,10 @@ static void show_depths(FILE *out, const struct fio_job *j)
 	fprintf(out, "     issued rwts: total=%llu,%llu,0,%llu short=0,0,0,0 dropped=0,0,0,0\n",
 		(unsigned long long)r->op[PROBE_OP_READ].ops, (unsigned long long)r->op[PROBE_OP_WRITE].ops,
 		(unsigned long long)r->op[PROBE_OP_FSYNC].ops);
-	fprintf(out, "     latency   : target=0, window=0, percentile=100.00%%, depth=%u\n", j->pc->iodepth);
+	fprintf(out, "     latency   : target=%llu, window=%llu, percentile=%.2f%%, depth=%u\n",
+		(unsigned long long)j->pc->wl.latency_target_usec,
+		(unsigned long long)j->pc->wl.latency_window_usec, fio_job_latency_percentile(j),
+		fio_job_latency_depth(j));
 }
 
 /* ss=: fio's "steadystate" line. */

@@ -45,6 +45,18 @@ void fio_job_cpu(const struct fio_job *j, double *ret_usr, double *ret_sys)
 	*ret_sys = runt > 0 ? (double)f->sys_usec * 100.0 / runt : 0;
 }
 
+unsigned fio_job_latency_depth(const struct fio_job *j)
+{
+	return j->res->fio.latency_depth ? j->res->fio.latency_depth : j->pc->iodepth;
+}
+
+double fio_job_latency_percentile(const struct fio_job *j)
+{
+	double p = j->pc->wl.latency_percentile;
+
+	return p > 0 ? p : 100.0;
+}
+
 uint64_t fio_job_total_ios(const struct fio_job *j)
 {
 	return j->res->op[PROBE_OP_READ].ops + j->res->op[PROBE_OP_WRITE].ops;

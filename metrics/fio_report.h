@@ -70,6 +70,9 @@ const struct probe_op_result *fio_job_dir(const struct fio_job *j, enum fio_ddir
 uint64_t fio_job_runtime_msec(const struct fio_job *j, enum fio_ddir d);
 /* fio's usr_cpu and sys_cpu, percent of the jobs' run time. */
 void fio_job_cpu(const struct fio_job *j, double *ret_usr, double *ret_sys);
+/* latency_target's depth found (else iodepth) and percentile (else 100). */
+unsigned fio_job_latency_depth(const struct fio_job *j);
+double fio_job_latency_percentile(const struct fio_job *j);
 /* Number of data I/Os (fio's ddir_rw_sum(total_io_u)). */
 uint64_t fio_job_total_ios(const struct fio_job *j);
 

@@ -46,6 +46,7 @@ struct fiostat_job {
 	uint64_t usr_usec, sys_usec, ctx, majf, minf; /* getrusage(RUSAGE_THREAD) over the I/O */
 	uint64_t run_msec;			      /* the jobs' I/O time, summed (fio's total_run_time) */
 	unsigned members;			      /* jobs merged in */
+	unsigned latency_depth;			      /* latency_target: the depth found, 0: none */
 	uint64_t interval_ns;			      /* CLOCK_MONOTONIC start of the current interval */
 };
 

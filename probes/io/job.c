@@ -152,6 +152,7 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 		histogram_record(&o->lat, t - s->submit_ns);
 		if (s->op != PROBE_OP_FSYNC) {
 			fiostat_record_io(&o->fio, &j->fio, s->submit_ns - s->prep_ns, t - s->submit_ns);
+			job_lat_io(j, t - s->prep_ns);
 		} else {
 			fiostat_stat_add(&o->fio.clat, t - s->submit_ns);
 		}
@@ -372,7 +373,8 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 {
 	struct run *r = j->run;
 
-	while (l->is_issuing && l->inflight + j->n_batch < j->depth && job_may_queue(j, l->inflight)) {
+	while (l->is_issuing && l->inflight + j->n_batch < job_lat_depth(j) &&
+	       job_may_queue(j, l->inflight)) {
 		struct slot *s;
 
 		if (l->want_fsync) {
@@ -479,6 +481,7 @@ static bool job_reap(struct job *j, struct io_loop *l)
 	fiostat_mark_complete(&j->fio, reaped);
 	job_sample(j, l->now);
 	job_ss_tick(j, l->now);
+	job_lat_check(j, l->now);
 	return true;
 }
 
@@ -503,7 +506,7 @@ static void job_loop(struct job *j)
 		}
 		l.due = 0;
 		if (l.is_issuing && (j->error != 0 || l.now >= l.stop_at || run_is_cancelled(r) ||
-				     __atomic_load_n(&r->ss_stop, __ATOMIC_ACQUIRE) ||
+				     __atomic_load_n(&r->ss_stop, __ATOMIC_ACQUIRE) || j->lat.is_done ||
 				     (job_budget_spent(j, l.issued) && !l.want_fsync))) {
 			l.is_issuing = false;
 		}
@@ -571,6 +574,7 @@ void *job_main(void *userdata)
 		j->fio.interval_ns = r->start_ns + r->ramp_ns;
 		j->poisson_due_ns = r->start_ns;
 		j->think_ns = r->start_ns;
+		job_lat_init(j, r->start_ns + r->ramp_ns);
 		job_rusage(j, -1);
 		job_loop(j);
 		job_rusage(j, 1);

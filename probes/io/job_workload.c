@@ -4,6 +4,7 @@
 #include "probe-internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -231,4 +232,135 @@ void job_ss_tick(struct job *j, uint64_t now)
 	r->ss_ios = ios;
 	r->ss_bytes = bytes;
 	r->ss_last_ns = now;
+}
+
+/* latency_target: fio's search for the deepest queue (up to iodepth)
+ * whose I/Os meet the target: from depth 1, doubling while a window
+ * succeeds, bisecting once one fails; the same depth twice ends it with a
+ * last window at it, whose figures are the report's. */
+void job_lat_init(struct job *j, uint64_t now)
+{
+	j->lat.qd = j->run->layout_pc.wl.latency_target_usec ? 1 : j->depth;
+	j->lat.qd_low = 1;
+	j->lat.qd_high = j->depth;
+	j->lat.window_ns = now;
+}
+
+unsigned job_lat_depth(const struct job *j)
+{
+	return j->lat.qd ? j->lat.qd : j->depth;
+}
+
+static void lat_new_cycle(struct job *j, uint64_t now)
+{
+	j->lat.window_ns = now;
+	j->lat.window_ios = j->op[PROBE_OP_READ].ops + j->op[PROBE_OP_WRITE].ops;
+	j->lat.failed = 0;
+}
+
+/* A window failed: back down between the last good depth and this one.
+ * At depth 1 an I/O over the target (latency_percentile=100) fails the
+ * job, as fio's; a window short of the percentile stays at 1. */
+static void lat_failed(struct job *j, uint64_t now, bool is_fatal)
+{
+	if (j->lat.qd == 1 && !is_fatal) {
+		lat_new_cycle(j, now);
+		return;
+	}
+	if (j->lat.qd == 1) {
+		j->lat.is_done = true;
+		if (j->error == 0) {
+			j->error = -ETIMEDOUT;
+			snprintf(j->message, sizeof(j->message),
+				 "latency_target=%" PRIu64 "us is not met even at queue depth 1 on %.128s",
+				 j->run->layout_pc.wl.latency_target_usec, j->run->target);
+		}
+		return;
+	}
+	j->lat.qd_high = j->lat.qd;
+	if (j->lat.qd == j->lat.qd_low) {
+		j->lat.qd_low--;
+	}
+	j->lat.qd = (j->lat.qd + j->lat.qd_low) / 2;
+	j->lat.stable = 0;
+	lat_new_cycle(j, now);
+}
+
+/* The last window starts: its figures only are reported. */
+static void lat_end_run(struct job *j, uint64_t now)
+{
+	uint64_t prev = __atomic_load_n(&j->run->lat_measure_ns, __ATOMIC_RELAXED);
+
+	for (size_t op = PROBE_OP_READ; op <= PROBE_OP_WRITE; op++) {
+		struct probe_op_result *o = &j->op[op];
+
+		o->ops = o->bytes = 0;
+		histogram_init(&o->lat);
+		o->fio = (struct fiostat_dir){0};
+	}
+	j->fio = (struct fiostat_job){.interval_ns = now, .run_msec = j->fio.run_msec};
+	j->lat.is_end_run = true;
+	while (prev < now && !__atomic_compare_exchange_n(&j->run->lat_measure_ns, &prev, now, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+	}
+}
+
+static void lat_success(struct job *j, uint64_t now)
+{
+	unsigned qd = j->lat.qd;
+
+	j->lat.qd_low = qd;
+	if (qd + 1 == j->lat.qd_high && ++j->lat.stable >= 3) {
+		j->lat.qd_high++;
+		j->lat.stable = 0;
+	}
+	j->lat.qd = j->lat.qd_high != j->depth ? (qd + j->lat.qd_high) / 2 : qd * 2;
+	if (j->lat.qd > j->depth) {
+		j->lat.qd = j->depth;
+	}
+	if (!j->run->layout_pc.wl.is_latency_run && j->lat.qd == qd) {
+		if (j->lat.is_end_run) {
+			j->lat.is_done = true;
+		} else {
+			lat_end_run(j, now);
+		}
+	}
+	lat_new_cycle(j, now);
+}
+
+/* A completed I/O's latency (slat + clat) against the target. */
+void job_lat_io(struct job *j, uint64_t lat_ns)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+
+	if (!wl->latency_target_usec || lat_ns <= wl->latency_target_usec * NSEC_PER_USEC) {
+		return;
+	}
+	if (wl->latency_percentile == 0 || wl->latency_percentile >= 100) {
+		lat_failed(j, now_nsec(CLOCK_MONOTONIC), true);
+	} else {
+		j->lat.failed++;
+	}
+}
+
+/* At the end of each latency_window: its share of I/Os within the target. */
+void job_lat_check(struct job *j, uint64_t now)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	double pct = wl->latency_percentile > 0 ? wl->latency_percentile : 100;
+	uint64_t ios;
+
+	if (!wl->latency_target_usec || j->lat.is_done ||
+	    now - j->lat.window_ns < wl->latency_window_usec * NSEC_PER_USEC) {
+		return;
+	}
+	ios = j->op[PROBE_OP_READ].ops + j->op[PROBE_OP_WRITE].ops - j->lat.window_ios;
+	if (ios == 0) {
+		return;
+	}
+	if (100.0 * (double)(ios - j->lat.failed) / (double)ios >= pct) {
+		lat_success(j, now);
+	} else {
+		lat_failed(j, now, false);
+	}
 }

@@ -69,8 +69,13 @@ struct job {
 	uint64_t think_completed;
 	uint64_t flow_counter;	   /* its I/Os in the flow */
 	uint64_t ss_ios, ss_bytes; /* atomic: its I/Os for ss= */
-	cpu_set_t cpu;		   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
-	cpu_set_t allowed;	   /* where it may go once let go (job_watch_cpu()) */
+	struct {
+		unsigned qd, qd_low, qd_high, stable; /* latency_target's search */
+		bool is_end_run, is_done;	      /* the depth found: a last window, then the end */
+		uint64_t window_ns, window_ios, failed;
+	} lat;
+	cpu_set_t cpu;	   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
+	cpu_set_t allowed; /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
 	int schedstat_fd; /* its /proc/thread-self/schedstat while pinned, or -1 */
 	uint64_t watch_ns, watch_wait_ns, watch_slices;
@@ -107,6 +112,7 @@ struct run {
 	uint64_t ss_ios, ss_bytes; /* the jobs' totals at the last tick */
 	uint64_t ss_last_ns;	   /* ... and its time */
 	bool ss_stop;		   /* atomic: attained, the jobs stop issuing */
+	uint64_t lat_measure_ns;   /* atomic: latency_target's last window began, 0: not yet */
 
 	int *fds; /* the probe files (nrfiles), or the raw device */
 	unsigned n_fds;
@@ -170,6 +176,10 @@ void job_rusage(struct job *j, int sign);
 void job_fill_buffer(struct job *j, struct slot *s, uint64_t offset);
 void job_ss_count(struct job *j, uint64_t bytes);
 void job_ss_tick(struct job *j, uint64_t now);
+void job_lat_init(struct job *j, uint64_t now);
+unsigned job_lat_depth(const struct job *j);
+void job_lat_io(struct job *j, uint64_t lat_ns);
+void job_lat_check(struct job *j, uint64_t now);
 
 /* cpuwatch.c */
 void job_unwatch(struct job *j);

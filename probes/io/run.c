@@ -282,6 +282,9 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 			probe_op_result_add(&res->op[op], &j->op[op]);
 		}
 		fiostat_job_merge(&res->fio, &j->fio);
+		if (j->lat.qd > res->fio.latency_depth) {
+			res->fio.latency_depth = j->lat.qd; /* the deepest job's */
+		}
 		if (j->last_ns > end) {
 			end = j->last_ns;
 		}
@@ -339,7 +342,13 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	uint64_t data_ops = res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops;
 	/* the figures start after ramp_time, as fio's */
 	uint64_t measured = r->start_ns ? r->start_ns + r->ramp_ns : 0;
+	uint64_t lat = __atomic_load_n(&r->lat_measure_ns, __ATOMIC_RELAXED);
 	double secs;
+
+	/* latency_target: the figures are the last window's, at the depth found */
+	if (lat > measured) {
+		measured = lat;
+	}
 
 	if (measured > 0 && end_ns > measured) {
 		res->runtime_usec = (end_ns - measured) / NSEC_PER_USEC;

@@ -39,11 +39,10 @@ BY_DESIGN = {
     "writes to a raw device": r"writes, but filename=\S+ is a raw device",
     "not a block device or file": r"is a character device",
     "an unset ${VAR}": r"\$\{\w+\} is not set in iopsd's environment",
+    "a section name iopsd keeps": r"\[(device|instance)\] needs a name|\[(device|instance)\]: ",
 }
 # Refused for now, not by design: the remaining keys.
-NOT_DONE = {
-    "latency-profile": "latency_target",
-}
+NOT_DONE = {}
 ERROR = re.compile(r"^(?:<\d>|iopsd: error: )?(?P<file>/[^:]+):(?P<line>\d+): (?P<msg>.*)$")
 
 

@@ -220,7 +220,7 @@ static void test_refused_keys_name_file_line_key_and_reason(void **state)
 	    {"[j]\nfilename=/dev/sdz\nioengine=null\n", 3, "ioengine=null is refused: it does no disk I/O"},
 	    {"[j]\ndirectory=/d\nrw=trim\n", 3, "rw=trim is refused: iopsd never trims"},
 	    {"[j]\ndirectory=/d\nzonemode=zbd\n", 3, "zonemode=zbd is refused: zoned"},
-	    {"[j]\ndirectory=/d\nlatency_target=10ms\n", 3, "latency_target=10ms is refused"},
+	    {"[j]\ndirectory=/d\nreplay_redirect=/dev/sda\n", 3, "replay_redirect=/dev/sda is refused"},
 	    {"[j]\ndirectory=/d\nrw=read:8x\n", 3, "rw=read:8x: expected MODE:SIZE"},
 	    {"[j]\ndirectory=/d\nrate=1m,500k\n", 3, "separate read and write rates are not supported"},
 	    {"[j]\ndirectory=/d\nbssplit=4k/50:8k/40\n", 3, "the percentages add up to 90, not 100"},
