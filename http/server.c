@@ -430,7 +430,10 @@ static int restart_daemons(struct http_server *h, struct web_config *wc)
 		fresh[i] = di ? start_daemon(h, di->listen_fd) : NULL;
 		if (!fresh[i]) {
 			for (size_t j = 0; j < i; j++) {
-				MHD_stop_daemon(fresh[j]); /* shares the socket: quiesced, not closed */
+				/* it shares the old daemon's socket: quiesced first, so
+				 * that stopping it does not close that */
+				(void)MHD_quiesce_daemon(fresh[j]);
+				MHD_stop_daemon(fresh[j]);
 			}
 			h->daemons_web = old;
 			return -EIO;
