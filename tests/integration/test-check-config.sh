@@ -102,6 +102,11 @@ set -e
 	{ echo "FAIL: nrfiles beyond LimitNOFILE: exit $rc: $err"; exit 1; }
 prlimit --nofile=4096 "$IOPSD" --check-config --config "$tmp/nofile.conf" >/dev/null ||
 	{ echo "FAIL: nrfiles within LimitNOFILE refused"; exit 1; }
+# the one setting a reload cannot apply says so, in --check-config as in the log
+printf '[global]\nlisten_address=127.0.0.1:9477\n' >"$tmp/listen.conf"
+err=$("$IOPSD" --check-config --config "$tmp/listen.conf" 2>&1 >/dev/null)
+echo "$err" | grep -q "$tmp/listen.conf:2: listen_address takes effect when iopsd starts: a reload keeps" ||
+	{ echo "FAIL: no notice that listen_address needs a restart: $err"; exit 1; }
 "$IOPSD" --version | grep -q '^iopsd [0-9]'
 "$IOPSD" --help | grep -q -- '--web.listen-address'
 echo "ok: $n invalid configs rejected with FILE:LINE and exit 78; missing and unreadable ones exit 66"
