@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +85,39 @@ static void check_interval(struct parser *p, const struct probe_config *pc)
 		     format_duration(b, sizeof(b), pc->interval_usec));
 }
 
+/* Two probes in one directory must never share a file: [x] with nrfiles=2
+ * writes x.0.dat and x.1.dat, which is [x.0]'s. */
+static void check_probe_files(struct parser *p)
+{
+	const struct config *c = p->cfg;
+
+	for (size_t j = 0; j < c->n_probes; j++) {
+		const struct probe_config *b = &c->probes[j];
+
+		for (size_t i = 0; b->directory && i < j; i++) {
+			const struct probe_config *a = &c->probes[i];
+
+			if (!a->directory || strcmp(a->directory, b->directory) != 0) {
+				continue;
+			}
+			if ((a->nrfiles <= 1 && config_probe_owns_file(b, a->name)) ||
+			    (b->nrfiles <= 1 && config_probe_owns_file(a, b->name))) {
+				parser_error(
+				    p, b->line,
+				    "[%s]: its probe files in %s would be [%s]'s too (nrfiles= numbers "
+				    "them NAME.0, NAME.1, ...): rename one",
+				    b->name, b->directory, a->name);
+			}
+		}
+	}
+}
+
 void config_checks_run(struct parser *p)
 {
 	struct config *c = p->cfg;
 
 	check_memory_limits(p);
+	check_probe_files(p);
 	for (size_t i = 0; i < c->n_probes; i++) {
 		struct probe_config *pc = &c->probes[i];
 
