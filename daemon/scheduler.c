@@ -460,6 +460,8 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 	s->n_groups = 0;
 	s->is_stopping = false;
 	s->start_usec = now_usec(CLOCK_MONOTONIC);
+	/* every probe is in place before any thread starts: a thread reads
+	 * its siblings' configs (is_configured_file) */
 	for (size_t i = 0; i < n; i++) {
 		struct sched_probe *p = &s->probes[i];
 
@@ -469,6 +471,10 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 		p->id = probe_identity_ref(ids[i]);
 		p->sweeps_strays = is_first && p->pc->directory;
 		carry_restore(s, p);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sched_probe *p = &s->probes[i];
+
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {
 			scheduler_stop(s);
