@@ -1,0 +1,168 @@
+"""Simulated hosts for iopsd's --path.procfs/--path.sysfs: each a procfs/
+sysfs tree with NVMe volumes (an EBS-style serial, so a volume_id; each
+mounted), optionally an md RAID0 over two of them, and a generator that
+advances every tree's /proc/diskstats once a second, half a second after
+the whole second on which iopsd samples, so that each sample sees exactly
+one second of I/O.
+
+A volume's load is a profile: a function of the seconds since the
+generator started, returning (IOPS, queue depth, utilization). iopsd
+keeps diskstats open and pread()s it, so the file is rewritten in place,
+with fixed-width fields, by one pwrite()."""
+import importlib.util
+import os
+import random
+import threading
+import time
+
+_spec = importlib.util.spec_from_file_location(
+    "make_fixtures", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sampler",
+                                  "make-fixtures.py"))
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+
+SECTORS_PER_IO = 8  # 4 KiB requests
+
+
+def idle(_t):
+    return (random.uniform(0, 3), 0.0, random.uniform(0, 0.01))
+
+
+def busy(level):
+    """Busy below any limit: about `level` IOPS, a short queue, util under 70%."""
+    def f(_t):
+        return (level * random.uniform(0.7, 1.3), random.uniform(0.2, 0.6), random.uniform(0.3, 0.7))
+    return f
+
+
+def flat(level, start, until=None, before=None):
+    """From `start` s: exactly `level` IOPS while the queue grows by half a
+    request a second up to 32, busy all the time (a volume held at its cap);
+    before it (and after `until`) the `before` profile, idle by default."""
+    before = before or idle
+
+    def f(t):
+        if t < start or (until is not None and t >= until):
+            return before(t)
+        return (float(level), min(2.0 + 0.5 * (t - start), 32.0), 1.0)
+    return f
+
+
+class Volume:
+    def __init__(self, name, major, minor, profile, mountpoint=None, serial=None):
+        self.name, self.major, self.minor = name, major, minor
+        self.profile, self.mountpoint, self.serial = profile, mountpoint, serial
+        self.members = []  # md: the member Volumes
+        # reads, sectors read, read ms, in flight, io ms, weighted ms (floats: fractions carry over)
+        self.c = [float(1000 * (minor + 1)), float(8000 * (minor + 1)), 500.0, 0.0, 300.0, 500.0]
+        self.rate = (0.0, 0.0, 0.0)
+
+    def advance(self, t, dt):
+        if self.members:  # bio-based md: the members' I/Os, no busy time of its own
+            iops = sum(m.rate[0] for m in self.members)
+            self.rate = (iops, 0.0, 0.0)
+            self.c[0] += iops * dt
+            self.c[1] += iops * dt * SECTORS_PER_IO
+            return
+        iops, queue, util = self.profile(t)
+        self.rate = (iops, queue, util)
+        self.c[0] += iops * dt
+        self.c[1] += iops * dt * SECTORS_PER_IO
+        self.c[2] += queue * dt * 1000  # each request waited queue/iops s (Little)
+        self.c[3] = round(queue)
+        self.c[4] += util * dt * 1000
+        self.c[5] += queue * dt * 1000
+
+    def line(self):
+        r, s, ms, q, io, w = (int(v) for v in self.c)
+        fields = [r, 0, s, ms, 0, 0, 0, 0, q, io, w, 0, 0, 0, 0, 0, 0]
+        return f"{self.major:4d} {self.minor:7d} {self.name} " + " ".join(f"{v:20d}" for v in fields) + "\n"
+
+
+class Host:
+    """A tree under `root` with `n` NVMe volumes nvme{i}n1 on /mnt/vol{i}
+    (profiles[i], idle by default); with md, the last two are members of
+    md0, a RAID0 on /data, instead of being mounted."""
+
+    def __init__(self, root, index, n=16, profiles=None, md=False):
+        self.root, self.index = root, index
+        self.proc, self.sys = os.path.join(root, "proc"), os.path.join(root, "sys")
+        profiles = profiles or {}
+        self.volumes = []
+        t = _fixtures.Tree(root)
+        mounts = ["21 1 259:999 / / rw,relatime shared:1 - ext4 /dev/root rw\n"]
+        rels = {}
+        for i in range(n):
+            member = md and i >= n - 2
+            v = Volume(f"nvme{i}n1", 259, i, profiles.get(i, idle), None if member else f"/mnt/vol{i}",
+                       f"vol0{index:07x}{i:09x}")
+            rels[i] = t.disk(f"pci0000:00/0000:00:{4 + i // 8:02x}.{i % 8}/nvme/nvme{i}", v.name, 259, i,
+                             (100 + i) * 2097152, model="iopsd fleet NVMe",
+                             extra={"device/serial": v.serial + "\n"})
+            if v.mountpoint:
+                mounts.append(f"{30 + i} 21 259:{i} / {v.mountpoint} rw,relatime shared:{2 + i} - ext4 "
+                              f"/dev/{v.name} rw\n")
+            self.volumes.append(v)
+        if md:
+            a = Volume("md0", 9, 0, None, "/data")
+            a.members = self.volumes[-2:]
+            rel = t.disk("virtual", "md0", 9, 0, 2 * (100 + n) * 2097152,
+                         extra={"md/level": "raid0\n", "md/array_state": "clean\n", "md/degraded": "0\n"})
+            for i in (n - 2, n - 1):
+                t.slave(rel, rels[i])
+            mounts.append(f"{30 + n} 21 9:0 / /data rw,noatime shared:{2 + n} - xfs /dev/md0 rw\n")
+            self.volumes.append(a)
+        t.proc_file("self/mountinfo", "".join(mounts))
+        t.proc_file("pressure/io", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        self.diskstats = os.path.join(self.proc, "diskstats")
+        self.write()
+
+    def advance(self, t, dt):
+        for v in self.volumes:  # members before their array (md0 is last)
+            v.advance(t, dt)
+        self.write()
+
+    def write(self):
+        data = "".join(v.line() for v in self.volumes).encode()
+        fd = os.open(self.diskstats, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
+
+
+class Generator:
+    """Advances every host's diskstats by one second at each x.5 s of the
+    wall clock, on a thread, until stop()."""
+
+    def __init__(self, hosts):
+        self.hosts = hosts
+        self.t0 = None
+        self.ticks = 0
+        self.late = 0  # ticks written more than 0.3 s after x.5
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def start(self):
+        self.t0 = time.time()
+        self.thread.start()
+
+    def elapsed(self):
+        return time.time() - self.t0
+
+    def run(self):
+        while not self.stopping.is_set():
+            now = time.time()
+            nxt = int(now) + 0.5 if now - int(now) < 0.5 else int(now) + 1.5
+            if self.stopping.wait(nxt - now):
+                return
+            self.late += time.time() - nxt > 0.3
+            t = nxt - self.t0
+            for h in self.hosts:
+                h.advance(t, 1.0)
+            self.ticks += 1
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(5)
