@@ -148,16 +148,7 @@ class Alertmanager(Process):
             f"--storage.path={tmp}/am/data", f"--web.listen-address=127.0.0.1:{self.port}",
             "--cluster.listen-address=", "--log.level=warn"])
         self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"{self.url}/-/ready", timeout=2).read()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.2)
-        raise AssertionError(f"Alertmanager did not start: see {tmp}/alertmanager.log")
+        wait_ready(f"{self.url}/-/ready", self)
 
     def alerts(self, **params):
         """GET /api/v2/alerts (active, silenced and inhibited by default)."""
@@ -166,18 +157,27 @@ class Alertmanager(Process):
 
 
 class Prometheus(Process):
-    """prometheus with `config` (YAML text; @RULES@ becomes the compressed
-    rule files, @AM@ the Alertmanager's address)."""
+    """prometheus with `config`: YAML text (@RULES@ becomes the compressed
+    rule files) or a parsed configuration (its rule_files and alerting are
+    replaced); alerts to `am`; rule files shortened to `minute` seconds a
+    minute (60: as shipped)."""
 
-    def __init__(self, tmp, config, am=None, extra_args=()):
+    def __init__(self, tmp, config, am=None, extra_args=(), minute=6):
         self.port = free_port()
         self.tmp = tmp
         os.makedirs(os.path.join(tmp, "rules"), exist_ok=True)
-        self.rule_files, self.for_s = compress_rules(os.path.join(tmp, "rules"))
-        text = config.replace("@RULES@", "[" + ", ".join(json.dumps(p) for p in self.rule_files) + "]")
-        if am:
-            text += ("alerting:\n  alertmanagers:\n    - static_configs:\n"
-                     f"        - targets: ['127.0.0.1:{am.port}']\n")
+        self.rule_files, self.for_s = compress_rules(os.path.join(tmp, "rules"), minute)
+        alerting = {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am.port}"]}]}]} if am else None
+        if isinstance(config, dict):
+            config = dict(config, rule_files=self.rule_files)
+            config.pop("alerting", None)
+            if alerting:
+                config["alerting"] = alerting
+            text = json.dumps(config, indent=1)  # JSON is YAML
+        else:
+            text = config.replace("@RULES@", json.dumps(self.rule_files))
+            if alerting:
+                text += "alerting: " + json.dumps(alerting) + "\n"
         self.config = os.path.join(tmp, "prometheus.yml")
         with open(self.config, "w") as f:
             f.write(text)
@@ -213,3 +213,50 @@ class Prometheus(Process):
         groups = self.api("rules")["data"]["groups"]
         return [(r["name"], r.get("lastError")) for g in groups for r in g["rules"]
                 if r.get("health") not in ("ok", "unknown") or r.get("lastError")]
+
+
+class VictoriaMetrics(Process):
+    """Debian's victoria-metrics, receiving Prometheus's remote_write, its
+    query API Prometheus's; data visible 1 s after it arrives."""
+
+    def __init__(self, tmp):
+        self.port = free_port()
+        super().__init__(tmp, "victoria-metrics", [
+            "victoria-metrics", f"-httpListenAddr=127.0.0.1:{self.port}", f"-storageDataPath={tmp}/vm-data",
+            "-retentionPeriod=1d", "-search.latencyOffset=1s", "-loggerLevel=WARN"])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.write_url = f"{self.url}/api/v1/write"
+        wait_ready(f"{self.url}/health", self)
+
+    def api(self, path, **params):
+        return http_json(f"{self.url}/api/v1/{path}?" + urllib.parse.urlencode(params, doseq=True))
+
+
+class VMAlert(Process):
+    """vmalert (in the victoria-metrics package) evaluating rule files
+    against VictoriaMetrics and writing what they record back to it."""
+
+    def __init__(self, tmp, vm, rule_files, interval="1s"):
+        self.port = free_port()
+        super().__init__(tmp, "vmalert", [
+            "vmalert", *[f"-rule={p}" for p in rule_files], f"-datasource.url={vm.url}",
+            f"-remoteWrite.url={vm.url}", f"-evaluationInterval={interval}", "-remoteWrite.flushInterval=1s",
+            f"-httpListenAddr=127.0.0.1:{self.port}", "-loggerLevel=WARN"])
+        self.url = f"http://127.0.0.1:{self.port}"
+        wait_ready(f"{self.url}/health", self)
+
+    def groups(self):
+        return http_json(f"{self.url}/api/v1/rules")["data"]["groups"]
+
+
+def wait_ready(url, proc, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            if proc.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    raise AssertionError(f"{proc.name} did not start: see its log")

@@ -12,6 +12,8 @@ with fixed-width fields, by one pwrite()."""
 import importlib.util
 import os
 import random
+import socket
+import subprocess
 import threading
 import time
 
@@ -166,3 +168,75 @@ class Generator:
     def stop(self):
         self.stopping.set()
         self.thread.join(5)
+
+
+class Fleet:
+    """n hosts host00.., each an iopsd on its own tree of `volumes` volumes
+    with iops_limit=`limit` declared on each (not on md members), profiles
+    from `profiles(host_index, volume_index)`; hosts in `md` have md0 over
+    their last two volumes; hosts in `down` are listed for Prometheus but
+    never started. `extra_config` goes into every [global] (a profile's
+    device_include, say)."""
+
+    def __init__(self, base, iopsd, n, volumes, profiles, md=(), down=(), limit=1000, extra_config=""):
+        self.base, self.iopsd, self.down = base, iopsd, set(down)
+        self.hosts, self.ports, self.procs = [], {}, {}
+        for h in range(n):
+            root = os.path.join(base, f"host{h:02d}")
+            host = Host(root, h, n=volumes, md=h in md,
+                        profiles={i: profiles(h, i) for i in range(volumes)})
+            self.hosts.append(host)
+            self.ports[h] = _free_port()
+            sections = "".join(f"[device {v.name}]\niops_limit={limit}\n" for v in host.volumes
+                               if v.mountpoint and not v.members)
+            with open(os.path.join(root, "iopsd.conf"), "w") as f:
+                f.write(f"[global]\nlisten_address=127.0.0.1:{self.ports[h]}\n"
+                        f"state_directory={root}/state\n{extra_config}{sections}")
+            os.makedirs(os.path.join(root, "state"), exist_ok=True)
+        self.generator = Generator(self.hosts)
+
+    def name(self, h):
+        return f"host{h:02d}"
+
+    def instance(self, h):
+        return f"127.0.0.1:{self.ports[h]}"
+
+    def start(self):
+        self.generator.start()
+        for h, host in enumerate(self.hosts):
+            if h in self.down:
+                continue
+            logf = open(os.path.join(host.root, "iopsd.log"), "wb")
+            self.procs[h] = (subprocess.Popen([self.iopsd, "--config", os.path.join(host.root, "iopsd.conf"),
+                                               "--path.procfs", host.proc, "--path.sysfs", host.sys],
+                                              stdout=logf, stderr=subprocess.STDOUT), logf)
+
+    def write_file_sd(self, path):
+        """One file_sd target per host, with its host label."""
+        with open(path, "w") as f:
+            for h in range(len(self.hosts)):
+                f.write(f"- targets: ['{self.instance(h)}']\n  labels:\n    host: {self.name(h)}\n"
+                        "    role: db\n    env: test\n")
+
+    def stop(self):
+        """SIGTERM to every daemon; returns {host: exit status}."""
+        for p, _ in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        rcs = {}
+        for h, (p, logf) in self.procs.items():
+            try:
+                rcs[h] = p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rcs[h] = p.wait()
+            logf.close()
+        self.procs = {}
+        self.generator.stop()
+        return rcs
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
