@@ -2,13 +2,17 @@
 sysfs tree with NVMe volumes (an EBS-style serial, so a volume_id; each
 mounted), optionally an md RAID0 over two of them, and a generator that
 advances every tree's /proc/diskstats once a second, half a second after
-the whole second on which iopsd samples, so that each sample sees exactly
-one second of I/O.
+the whole second on which iopsd samples.
 
 A volume's load is a profile: a function of the seconds since the
-generator started, returning (IOPS, queue depth, utilization). iopsd
-keeps diskstats open and pread()s it, so the file is rewritten in place,
-with fixed-width fields, by one pwrite()."""
+generator started, returning (IOPS, queue depth, utilization). A host
+with a volume flat at a level (flat()) is advanced every 10 ms instead,
+from the clock: its counters grow with time as a disk's do, so that a
+sample iopsd takes late (50 daemons on two CPUs are late by tens of ms)
+counts the I/Os of the time it covers, and a flat rate reads flat (at one
+step a second, a 30 ms late sample reads 3% low, twice the plateau band).
+iopsd keeps diskstats open and pread()s it, so the file is rewritten in
+place, with fixed-width fields, by one pwrite()."""
 import importlib.util
 import os
 import random
@@ -47,6 +51,7 @@ def flat(level, start, until=None, before=None):
         if t < start or (until is not None and t >= until):
             return before(t)
         return (float(level), min(2.0 + 0.5 * (t - start), 32.0), 1.0)
+    f.is_flat = True
     return f
 
 
@@ -118,6 +123,7 @@ class Host:
         t.proc_file("pressure/io", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
         self.diskstats = os.path.join(self.proc, "diskstats")
+        self.is_fine = any(getattr(v.profile, "is_flat", False) for v in self.volumes)
         self.write()
 
     def advance(self, t, dt):
@@ -135,25 +141,31 @@ class Host:
 
 
 class Generator:
-    """Advances every host's diskstats by one second at each x.5 s of the
-    wall clock, on a thread, until stop()."""
+    """Advances every host's diskstats, on two threads until stop(): hosts
+    with a flat volume every 10 ms by the time elapsed, the others by one
+    second at each x.5 s of the wall clock."""
+
+    FINE_PERIOD = 0.01
 
     def __init__(self, hosts):
         self.hosts = hosts
         self.t0 = None
         self.ticks = 0
-        self.late = 0  # ticks written more than 0.3 s after x.5
+        self.late = 0  # one-second ticks written more than 0.3 s after x.5
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.threads = [threading.Thread(target=self.run_coarse, daemon=True),
+                        threading.Thread(target=self.run_fine, daemon=True)]
 
     def start(self):
         self.t0 = time.time()
-        self.thread.start()
+        for t in self.threads:
+            t.start()
 
     def elapsed(self):
         return time.time() - self.t0
 
-    def run(self):
+    def run_coarse(self):
+        coarse = [h for h in self.hosts if not h.is_fine]
         while not self.stopping.is_set():
             now = time.time()
             nxt = int(now) + 0.5 if now - int(now) < 0.5 else int(now) + 1.5
@@ -161,13 +173,24 @@ class Generator:
                 return
             self.late += time.time() - nxt > 0.3
             t = nxt - self.t0
-            for h in self.hosts:
+            for h in coarse:
                 h.advance(t, 1.0)
             self.ticks += 1
 
+    def run_fine(self):
+        fine = [h for h in self.hosts if h.is_fine]
+        last = time.time()
+        while fine and not self.stopping.wait(self.FINE_PERIOD):
+            now = time.time()
+            for h in fine:
+                h.advance(now - self.t0, now - last)
+            last = now
+
     def stop(self):
         self.stopping.set()
-        self.thread.join(5)
+        for t in self.threads:
+            if t.is_alive():
+                t.join(5)
 
 
 class Fleet:
