@@ -23,9 +23,9 @@ A. contrib/lab/iopsd-lab: a volume capped at 300 IOPS, declared
      needs (host, device, mount point, declared limit, runbook).
 B. The host has no md array: a second iopsd reads a fixture tree
    (--path.procfs/--path.sysfs, tests/integration/fleetsim.py) with md0, a
-   RAID0 on /data over nvme14n1 (flat at 1000 IOPS with a growing queue,
-   no limit declared) and nvme15n1 (busy below it), advanced every
-   second. The RAID0 pages once: one notification, the member's
+   RAID0 on /data over nvme2n1 (flat at 1000 IOPS with a growing queue,
+   no limit declared) and nvme3n1 (busy below it), its counters advanced
+   as time passes. The RAID0 pages once: one notification, the member's
    IopsdDeviceThrottled (array md0, mount point /data), while md0's own
    IopsdDeviceThrottled, IopsdDeviceSaturated and IopsdArrayHeldByMember
    and the member's IopsdDeviceSaturated are inhibited; then "resolved"."""
@@ -272,7 +272,7 @@ def main():
         check(not others, f"nothing for the fixture host's other volumes ({others})", failures)
         errs = prom.rule_errors()
         check(not errs, f"every rule evaluated without error ({errs})", failures)
-        log(f"the generator's one-second ticks: {gen.late} of {gen.ticks} late")
+        log(f"the generator's writes: {gen.late} of {gen.writes} more than a period late")
         log(f"test took {t_end - t_load:.0f} s from the load")
         for d in (a, b):
             rc, _ = d.stop()

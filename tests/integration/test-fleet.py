@@ -149,7 +149,8 @@ def check_rankings(name, api, fleet, failures):
     top10.sort(key=lambda x: -x[2])  # topk's order is not the API's
     check(len(top10) == 10 and [x[:2] for x in top10[:3]] == top3 and top10[2][2] > 5 and
           all(x[2] == 0 for x in top10[3:]) and top10[0][2] > top10[1][2] > top10[2][2],
-          f"{name}: top 10 by time at limit: {[(h, d, round(v)) for h, d, v in top10[:4]]} ...", failures)
+          f"{name}: top 10 by time at limit: {[(h, d, round(v)) for h, d, v in top10[:4]]} ... "
+          f"({len(top10)} entries, the rest at most {max([x[2] for x in top10[3:]], default=None)} s)", failures)
 
 
 def check_victoria(prom, vm, failures):
@@ -228,7 +229,7 @@ def main():
                     r = prom.api("query", query=f"{m}{sel}[3m]")["data"]["result"]
                     vals = [round(float(x[1]), 1) for x in r[0]["values"]] if r else []
                     log(f"  {fleet.name(h)} nvme{v}n1 {m}: {vals}")
-        log(f"the generator's one-second ticks: {fleet.generator.late} of {fleet.generator.ticks} late")
+        log(f"the generator's writes: {fleet.generator.late} of {fleet.generator.writes} more than a period late")
         rcs = fleet.stop()
         bad = {h: rc for h, rc in rcs.items() if rc != 0}
         check(not bad, f"{len(rcs)} iopsd stopped cleanly ({bad})", failures)
