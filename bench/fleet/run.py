@@ -99,8 +99,9 @@ def prom_figures(prom, seconds):
     time.sleep(seconds)
     m2 = scrape(f"{prom.url}/metrics")
     dt = time.monotonic() - t1
-    appended = (metric(m2, "prometheus_tsdb_head_samples_appended_total") -
-                metric(m1, "prometheus_tsdb_head_samples_appended_total")) / dt
+    # the counter appears with the first sample appended
+    appended = ((metric(m2, "prometheus_tsdb_head_samples_appended_total") or 0) -
+                (metric(m1, "prometheus_tsdb_head_samples_appended_total") or 0)) / dt
     groups = {}
     for line in samples(m2):
         m = re.match(r'prometheus_rule_group_last_duration_seconds\{rule_group="[^"]*;([^"]+)"\} (\S+)', line)
@@ -212,16 +213,20 @@ def report(args, r):
                      f"{f['groups'].get(g, 0) * 1000:.1f}"))
     for row in rows:
         print("| " + " | ".join(str(x) for x in row) + " |")
-    print("\nExtrapolated (linear in series: per-host series, samples/s = series / 10 s, head memory at the "
-          "measured heap bytes per head series, rule time at the measured time per series):\n")
-    print("| hosts | profile | series | samples/s | head heap GiB | rule evaluation s |\n|---|---|---|---|---|---|")
+    print("\nExtrapolated, linear in series: series = per-host series x hosts; samples/s = series / 10 s "
+          "(+ the rules' output); memory at the measured RSS over the empty Prometheus per head series "
+          "(Go's heap in use moves with its GC cycles, RSS less); rule time at the measured time per head "
+          "series, both groups:\n")
+    print("| hosts | profile | series | samples/s | RSS per head series | memory GiB | rule evaluation s |\n"
+          "|---|---|---|---|---|---|---|")
     for hosts in (1000, 10000):
         for name, x in (("default", d), ("fleet profile", f)):
             per = float(x["post"])
-            bytes_per_series = (x["heap"] - e["heap"]) / x["head_series"]
+            bytes_per_series = (x["rss"] - e["rss"]) / x["head_series"]
             rule_s = sum(x["groups"].values())
-            print(f"| {hosts} | {name} | {per * hosts:,.0f} | {per * hosts / 10:,.0f} | "
-                  f"{bytes_per_series * per * hosts / 2**30:.1f} | {rule_s * hosts / args.hosts:.2f} |")
+            print(f"| {hosts} | {name} | {per * hosts:,.0f} | {x['appended_per_s'] * hosts / args.hosts:,.0f} | "
+                  f"{bytes_per_series / 1024:.1f} KiB | {bytes_per_series * x['head_series'] * hosts / args.hosts / 2**30:.1f} | "
+                  f"{rule_s * hosts / args.hosts:.1f} |")
 
 
 if __name__ == "__main__":
