@@ -206,7 +206,7 @@ class Fleet:
             host = Host(root, h, n=volumes, md=h in md,
                         profiles={i: profiles(h, i) for i in range(volumes)})
             self.hosts.append(host)
-            self.ports[h] = _free_port()
+            self.ports[h] = _free_port(set(self.ports.values()))
             sections = "".join(f"[device {v.name}]\niops_limit={limit}\n" for v in host.volumes
                                if v.mountpoint and not v.members)
             with open(os.path.join(root, "iopsd.conf"), "w") as f:
@@ -256,7 +256,12 @@ class Fleet:
         return rcs
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_port(taken):
+    """A port free now and not in `taken` (the kernel may hand out a port
+    again once the probing socket is closed: two hosts got the same one)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            return port
