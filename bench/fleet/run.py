@@ -159,7 +159,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="iopsd-bench-fleet-", dir="/var/tmp")
     t0 = cpu_times()
     t0, load0, _ = machine("before", t0)
-    fleet = None
+    fleet = prom = None
     results = {}
     try:
         fleet = fleetsim.Fleet(os.path.join(tmp, "hosts"), os.path.abspath(args.iopsd), args.hosts, args.volumes,
@@ -184,6 +184,8 @@ def main():
         t0, load1, steal = machine("after", t0)
         results["node_exporter"] = node_exporter_series(args, fleet.hosts[0].root)
     finally:
+        if prom:
+            prom.stop()  # again, if a figure failed: stop() is idempotent
         if fleet:
             fleet.stop()
         shutil.rmtree(tmp, ignore_errors=True)
