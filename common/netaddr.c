@@ -135,6 +135,24 @@ int netaddr_parse_list(const char *s, struct netaddr_list *ret, char *bad, size_
 	return 0;
 }
 
+int netaddr_parse_list_explain(const char *s, struct netaddr_list *ret, char *err, size_t err_len)
+{
+	char bad[128];
+	int r;
+
+	r = netaddr_parse_list(s, ret, bad, sizeof(bad));
+	if (r == -E2BIG) {
+		snprintf(err, err_len, "more than %d addresses in '%s'", NETADDR_LIST_MAX, s);
+	} else if (r == -ENOENT) {
+		snprintf(err, err_len, "no address given");
+	} else if (r < 0 && bad[0] == '\0') {
+		snprintf(err, err_len, "an empty address in '%s'", s);
+	} else if (r < 0) {
+		snprintf(err, err_len, "'%s' is not HOST:PORT, [IPV6]:PORT or :PORT", bad);
+	}
+	return r;
+}
+
 void netaddr_format(const struct netaddr *a, char *buf, size_t len)
 {
 	if (a->family == AF_INET6 && !a->is_any) {

@@ -37,6 +37,12 @@ int netaddr_parse(const char *s, struct netaddr *ret);
  * for an empty list. */
 int netaddr_parse_list(const char *s, struct netaddr_list *ret, char *bad, size_t bad_len);
 
+/* netaddr_parse_list() that says what is wrong: on failure `err` (err_len
+ * bytes) holds the one message every caller shows after its own prefix
+ * ("more than 8 addresses in '...'", "no address given", "an empty address
+ * in '...'", "'...' is not HOST:PORT, [IPV6]:PORT or :PORT"). Same returns. */
+int netaddr_parse_list_explain(const char *s, struct netaddr_list *ret, char *err, size_t err_len);
+
 /* `a` as text in the form it was written ("[::1]:9477"), for messages. */
 void netaddr_format(const struct netaddr *a, char *buf, size_t len);
 

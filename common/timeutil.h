@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "macro.h"
+
 static inline uint64_t now_nsec(clockid_t clock)
 {
 	struct timespec ts;
@@ -16,6 +18,22 @@ static inline uint64_t now_nsec(clockid_t clock)
 static inline uint64_t now_usec(clockid_t clock)
 {
 	return now_nsec(clock) / 1000ULL;
+}
+
+static inline struct timespec timespec_from_nsec(uint64_t nsec)
+{
+	return (struct timespec){.tv_sec = (time_t)(nsec / NSEC_PER_SEC),
+				 .tv_nsec = (long)(nsec % NSEC_PER_SEC)};
+}
+
+static inline struct timespec timespec_from_usec(uint64_t usec)
+{
+	return timespec_from_nsec(usec * NSEC_PER_USEC);
+}
+
+static inline double usec_to_sec(uint64_t usec)
+{
+	return (double)usec / (double)USEC_PER_SEC;
 }
 
 /* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines. */

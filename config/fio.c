@@ -3,28 +3,18 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "errstr.h"
 #include "macro.h"
 #include "units.h"
 
 #define MIN_BS	  512ULL
 #define MAX_BS	  (16ULL << 20)
 #define MAX_PARTS 3 /* reads, writes, trims */
-
-_printf_(3, 4) static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* Split "a,b,c" into at most MAX_PARTS parts (copied into buf); returns the
  * number of parts or -EINVAL. */
@@ -60,15 +50,17 @@ static int parse_one_bs(const char *key, const char *value, const char *s, uint6
 	uint64_t v;
 
 	if (parse_size(s, &v) < 0) {
-		return fail(err, len, "invalid value '%s' for %s: expected a size such as 4k, 100m, 64MiB",
-			    value, key);
+		return errstr_set(err, len, -EINVAL,
+				  "invalid value '%s' for %s: expected a size such as 4k, 100m, 64MiB", value,
+				  key);
 	}
 	if (v < MIN_BS || v > MAX_BS) {
-		return fail(err, len, "%s=%s is out of range: must be between %llu and %llu bytes", key,
-			    value, MIN_BS, MAX_BS);
+		return errstr_set(err, len, -EINVAL,
+				  "%s=%s is out of range: must be between %llu and %llu bytes", key, value,
+				  MIN_BS, MAX_BS);
 	}
 	if (v % 512 != 0) {
-		return fail(err, len, "%s=%s is not a multiple of 512 bytes", key, value);
+		return errstr_set(err, len, -EINVAL, "%s=%s is not a multiple of 512 bytes", key, value);
 	}
 	*ret = v;
 	return 0;
@@ -81,8 +73,8 @@ int fio_parse_bs(const char *key, const char *value, uint64_t ret[_PROBE_DIR_MAX
 	int n = split_dirs(value, buf, sizeof(buf), parts);
 
 	if (n < 0) {
-		return fail(err, len, "invalid value '%s' for %s: expected SIZE or READ,WRITE sizes", value,
-			    key);
+		return errstr_set(err, len, -EINVAL,
+				  "invalid value '%s' for %s: expected SIZE or READ,WRITE sizes", value, key);
 	}
 	for (int d = 0; d < _PROBE_DIR_MAX; d++) {
 		/* one size for all directions; an empty part keeps the default */
@@ -108,8 +100,9 @@ int fio_parse_bsrange(const char *key, const char *value, struct probe_bs ret[_P
 	int n = split_dirs(value, buf, sizeof(buf), parts);
 
 	if (n < 0) {
-		return fail(err, len, "invalid value '%s' for %s: expected MIN-MAX or READ,WRITE ranges",
-			    value, key);
+		return errstr_set(err, len, -EINVAL,
+				  "invalid value '%s' for %s: expected MIN-MAX or READ,WRITE ranges", value,
+				  key);
 	}
 	for (int d = 0; d < _PROBE_DIR_MAX && d < (n == 1 ? _PROBE_DIR_MAX : n); d++) {
 		char *s = parts[n == 1 ? 0 : d], *dash;
@@ -120,8 +113,9 @@ int fio_parse_bsrange(const char *key, const char *value, struct probe_bs ret[_P
 		}
 		dash = strchr(s, '-');
 		if (!dash) {
-			return fail(err, len, "invalid value '%s' for %s: expected MIN-MAX, such as 4k-64k",
-				    value, key);
+			return errstr_set(err, len, -EINVAL,
+					  "invalid value '%s' for %s: expected MIN-MAX, such as 4k-64k",
+					  value, key);
 		}
 		*dash = '\0';
 		if (parse_one_bs(key, value, s, &lo, err, len) < 0 ||
@@ -130,7 +124,8 @@ int fio_parse_bsrange(const char *key, const char *value, struct probe_bs ret[_P
 		}
 		*dash = '-';
 		if (lo > hi) {
-			return fail(err, len, "%s=%s: the smallest size comes first", key, value);
+			return errstr_set(err, len, -EINVAL, "%s=%s: the smallest size comes first", key,
+					  value);
 		}
 		/* (a bssplit= of the direction keeps precedence: fio_resolve_bs) */
 		v[d].min = lo;
@@ -156,15 +151,17 @@ static int parse_split_list(const char *key, const char *value, char *list, stru
 		uint64_t pct = 0;
 
 		if (b.n_split == PROBE_BSSPLIT_MAX) {
-			return fail(err, len, "%s=%s has more than %d sizes", key, value, PROBE_BSSPLIT_MAX);
+			return errstr_set(err, len, -EINVAL, "%s=%s has more than %d sizes", key, value,
+					  PROBE_BSSPLIT_MAX);
 		}
 		if (slash) {
 			*slash = '\0';
 			if (parse_uint64(slash + 1, &pct) < 0 || pct > 100) {
-				return fail(err, len,
-					    "invalid value '%s' for %s: expected SIZE/PERCENT:..., such as "
-					    "4k/60:64k/40",
-					    value, key);
+				return errstr_set(
+				    err, len, -EINVAL,
+				    "invalid value '%s' for %s: expected SIZE/PERCENT:..., such as "
+				    "4k/60:64k/40",
+				    value, key);
 			}
 		}
 		if (parse_one_bs(key, value, e, &b.split[b.n_split].bs, err, len) < 0) {
@@ -177,10 +174,11 @@ static int parse_split_list(const char *key, const char *value, char *list, stru
 		b.n_split++;
 	}
 	if (b.n_split == 0) {
-		return fail(err, len, "invalid value '%s' for %s: no sizes", value, key);
+		return errstr_set(err, len, -EINVAL, "invalid value '%s' for %s: no sizes", value, key);
 	}
 	if (sum > 100 || (n_blank == 0 && sum != 100)) {
-		return fail(err, len, "%s=%s: the percentages add up to %u, not 100", key, value, sum);
+		return errstr_set(err, len, -EINVAL, "%s=%s: the percentages add up to %u, not 100", key,
+				  value, sum);
 	}
 	for (unsigned i = 0, left = 100 - sum, k = 0; i < b.n_split; i++) {
 		if (b.split[i].pct == UINT32_MAX) {
@@ -202,9 +200,9 @@ int fio_parse_bssplit(const char *key, const char *value, struct probe_bs ret[_P
 	int n = split_dirs(value, buf, sizeof(buf), parts);
 
 	if (n < 0) {
-		return fail(err, len,
-			    "invalid value '%s' for %s: expected SIZE/PERCENT:... or READ,WRITE lists", value,
-			    key);
+		return errstr_set(err, len, -EINVAL,
+				  "invalid value '%s' for %s: expected SIZE/PERCENT:... or READ,WRITE lists",
+				  value, key);
 	}
 	for (int d = 0; d < _PROBE_DIR_MAX && d < (n == 1 ? _PROBE_DIR_MAX : n); d++) {
 		char copy[512];
@@ -229,7 +227,7 @@ int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *r
 	int n = split_dirs(value, buf, sizeof(buf), parts);
 
 	if (n < 0) {
-		return fail(err, len, "invalid value '%s' for %s", value, key);
+		return errstr_set(err, len, -EINVAL, "invalid value '%s' for %s", value, key);
 	}
 	for (int i = 0; i < n; i++) {
 		int r = is_iops ? parse_uint64(parts[i], &v[i]) : parse_size(parts[i], &v[i]);
@@ -238,20 +236,22 @@ int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *r
 			continue;
 		}
 		if (r < 0 || v[i] == 0) {
-			return fail(err, len, "invalid value '%s' for %s: expected %s", value, key,
-				    is_iops ? "a number of I/Os per second"
-					    : "bytes per second, such as 500k or 10m");
+			return errstr_set(err, len, -EINVAL, "invalid value '%s' for %s: expected %s", value,
+					  key,
+					  is_iops ? "a number of I/Os per second"
+						  : "bytes per second, such as 500k or 10m");
 		}
 		if (is_iops && v[i] > 10000000) {
-			return fail(err, len, "%s=%s is out of range: must be from 1 to 10000000", key,
-				    value);
+			return errstr_set(err, len, -EINVAL,
+					  "%s=%s is out of range: must be from 1 to 10000000", key, value);
 		}
 	}
 	/* the trim part (third) is unused: iopsd never trims */
 	if (n > 1 && v[0] != v[1]) {
-		return fail(err, len,
-			    "%s=%s: separate read and write rates are not supported; give one rate for both",
-			    key, value);
+		return errstr_set(
+		    err, len, -EINVAL,
+		    "%s=%s: separate read and write rates are not supported; give one rate for both", key,
+		    value);
 	}
 	*ret = v[0];
 	return 0;
@@ -263,22 +263,24 @@ int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *e
 	int r;
 
 	if (strchr(value, ':')) {
-		return fail(err, len,
-			    "%s=%s: the ':' offset modifier (holes, or going backwards) is not supported",
-			    key, value);
+		return errstr_set(
+		    err, len, -EINVAL,
+		    "%s=%s: the ':' offset modifier (holes, or going backwards) is not supported", key,
+		    value);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(trims); i++) {
 		if (strcmp(value, trims[i]) == 0) {
-			return fail(err, len, "%s=%s is refused: iopsd never trims (discards) blocks", key,
-				    value);
+			return errstr_set(err, len, -EINVAL,
+					  "%s=%s is refused: iopsd never trims (discards) blocks", key,
+					  value);
 		}
 	}
 	r = probe_rw_from_string(value);
 	if (r < 0) {
-		return fail(err, len,
-			    "invalid value '%s' for %s: expected read, write, randread, randwrite, rw, "
-			    "randrw or rewrite",
-			    value, key);
+		return errstr_set(err, len, -EINVAL,
+				  "invalid value '%s' for %s: expected read, write, randread, randwrite, rw, "
+				  "randrw or rewrite",
+				  value, key);
 	}
 	*ret = (enum probe_rw)r;
 	return 0;
@@ -343,21 +345,22 @@ int fio_parse_ioengine(const char *value, enum probe_engine *ret, char *err, siz
 	for (size_t i = 0; i < ELEMENTSOF(other_engines); i++) {
 		for (size_t j = 0; other_engines[i].names[j]; j++) {
 			if (strcmp(value, other_engines[i].names[j]) == 0) {
-				return fail(err, len,
-					    "ioengine=%s is refused: it %s; iopsd measures disks with "
-					    "libaio, io_uring, sync or psync",
-					    value, other_engines[i].why);
+				return errstr_set(err, len, -EINVAL,
+						  "ioengine=%s is refused: it %s; iopsd measures disks with "
+						  "libaio, io_uring, sync or psync",
+						  value, other_engines[i].why);
 			}
 		}
 	}
 	if (strncmp(value, "external", 8) == 0) {
-		return fail(err, len,
-			    "ioengine=%s is refused: iopsd loads no external engines; use libaio, io_uring, "
-			    "sync or psync",
-			    value);
+		return errstr_set(
+		    err, len, -EINVAL,
+		    "ioengine=%s is refused: iopsd loads no external engines; use libaio, io_uring, "
+		    "sync or psync",
+		    value);
 	}
-	return fail(
-	    err, len,
+	return errstr_set(
+	    err, len, -EINVAL,
 	    "invalid value '%s' for ioengine: expected libaio, io_uring, sync or psync (vsync, pvsync and "
 	    "pvsync2 run as psync)",
 	    value);
@@ -416,15 +419,16 @@ int fio_resolve_filename(const char *directory, const char *filename, char **ret
 	struct stat st;
 
 	if (strchr(filename, ':')) {
-		return fail(err, len,
-			    "filename=%s names several files (':'): use one file and nrfiles= for more",
-			    filename);
+		return errstr_set(err, len, -EINVAL,
+				  "filename=%s names several files (':'): use one file and nrfiles= for more",
+				  filename);
 	}
 	if (filename[0] != '/' && !directory) {
-		return fail(err, len,
-			    "filename=%s is a relative path and no directory= is set: give directory= or an "
-			    "absolute path",
-			    filename);
+		return errstr_set(
+		    err, len, -EINVAL,
+		    "filename=%s is a relative path and no directory= is set: give directory= or an "
+		    "absolute path",
+		    filename);
 	}
 	if (filename[0] == '/' ? asprintf(&path, "%s", filename) < 0
 			       : asprintf(&path, "%s/%s", directory, filename) < 0) {
@@ -439,10 +443,11 @@ int fio_resolve_filename(const char *directory, const char *filename, char **ret
 	} else if (S_ISREG(st.st_mode)) {
 		*ret_kind = FIO_TARGET_FILE;
 	} else if (S_ISDIR(st.st_mode)) {
-		return fail(err, len, "filename=%s is a directory: use directory=%s", filename, path);
+		return errstr_set(err, len, -EINVAL, "filename=%s is a directory: use directory=%s", filename,
+				  path);
 	} else {
-		return fail(
-		    err, len,
+		return errstr_set(
+		    err, len, -EINVAL,
 		    "filename=%s is %s, not a disk: give a block device or a file on the filesystem to probe",
 		    filename,
 		    S_ISCHR(st.st_mode) ? "a character device" : "neither a file nor a block device");
@@ -474,16 +479,16 @@ int fio_layout(const struct probe_config *pc, uint64_t device_size, struct fio_l
 	}
 	need = pc->offset + spread + region;
 	if (region < pc->bs) {
-		return fail(err, len,
-			    "the region each job uses (%" PRIu64 " bytes from offset %" PRIu64
-			    ") is smaller than its largest I/O (%" PRIu64 " bytes)",
-			    region, pc->offset + spread, pc->bs);
+		return errstr_set(err, len, -EINVAL,
+				  "the region each job uses (%" PRIu64 " bytes from offset %" PRIu64
+				  ") is smaller than its largest I/O (%" PRIu64 " bytes)",
+				  region, pc->offset + spread, pc->bs);
 	}
 	if (device_size > 0 && need > device_size) {
-		return fail(err, len,
-			    "offset=%" PRIu64 " plus the jobs' regions (%" PRIu64
-			    " bytes) run past the end of the device (%" PRIu64 " bytes)",
-			    pc->offset, need - pc->offset, device_size);
+		return errstr_set(err, len, -EINVAL,
+				  "offset=%" PRIu64 " plus the jobs' regions (%" PRIu64
+				  " bytes) run past the end of the device (%" PRIu64 " bytes)",
+				  pc->offset, need - pc->offset, device_size);
 	}
 	l.region = region;
 	if (device_size == 0) {

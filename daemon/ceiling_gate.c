@@ -21,7 +21,9 @@ struct gate_probe {
 	bool is_quiet;		  /* under the lock */
 	bool has_run;		  /* under the lock */
 	uint64_t last_start_usec; /* under the lock, CLOCK_MONOTONIC */
-	uint64_t seen_done_usec;  /* main loop: last run already collected */
+	double pending_own_ops;	  /* under the lock: I/Os of runs not collected yet */
+	bool has_measured;	  /* under the lock: a ceiling run's result not collected yet */
+	double measured_iops, measured_bw;
 };
 
 struct ceiling_gate {
@@ -75,7 +77,8 @@ struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g)
 	return NULL;
 }
 
-int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, struct registry *registry)
+int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg,
+			    struct probe_identity *const *ids)
 {
 	struct gate_probe *probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
 	int r = -ENOMEM;
@@ -84,18 +87,12 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, st
 		struct gate_probe *p = &probes[i];
 
 		p->pc = &cfg->probes[i];
-		p->id = registry_probe_identity(registry, p->pc->name);
-		if (!p->id) {
-			r = -ENOENT;
-			free_probes(TAKE_PTR(probes), cfg->n_probes);
-			break;
-		}
+		p->id = probe_identity_ref(ids[i]);
 		/* a reload must not reset the budget of a ceiling probe */
 		for (size_t j = 0; j < g->n_probes; j++) {
 			if (strcmp(g->probes[j].id->name, p->id->name) == 0) {
 				p->has_run = g->probes[j].has_run;
 				p->last_start_usec = g->probes[j].last_start_usec;
-				p->seen_done_usec = g->probes[j].seen_done_usec;
 			}
 		}
 	}
@@ -114,14 +111,14 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, st
 
 /* The ceiling detector state of the device a probe's identity resolved to
  * (NULL while unresolved, or on a filesystem without a device). */
-static struct ceiling_state *state_of(struct gate_probe *p, struct sampler *sampler)
+static struct ceiling_state *state_of(struct gate_probe *p, struct ceiling_set *ceilings)
 {
 	char device[DISKSTATS_NAME_MAX];
 
 	if (!probe_identity_device(p->id, device, NULL) || device[0] == '\0') {
 		return NULL;
 	}
-	return ceiling_set_find(sampler_ceilings(sampler), device);
+	return ceiling_set_find(ceilings, device);
 }
 
 /* The gate's entry of `id`, NULL when it has none. */
@@ -135,47 +132,68 @@ static struct gate_probe *find_probe(struct ceiling_gate *g, const struct probe_
 	return NULL;
 }
 
-void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry)
+void ceiling_gate_probe_done(struct ceiling_gate *g, const struct probe_identity *id,
+			     const struct probe_result *res)
 {
-	struct snapshot *snap;
+	struct gate_probe *p;
 
-	if (!g) {
-		return;
-	}
-	snap = registry_acquire(registry);
-	if (!snap) {
-		return;
-	}
-	/* only the main loop changes g->probes, and it is running this */
-	for (size_t i = 0; i < snap->n_probes; i++) {
-		const struct probe_state *ps = &snap->probes[i];
-		struct gate_probe *p = find_probe(g, ps->id);
-		const struct probe_result *res = &ps->last;
-		struct ceiling_state *st;
-
-		if (!p || !ps->has_last || ps->last_done_monotonic_usec == p->seen_done_usec) {
-			continue;
-		}
-		p->seen_done_usec = ps->last_done_monotonic_usec;
-		st = state_of(p, sampler);
-		if (!st) {
-			continue;
-		}
-		ceiling_state_note_own_ops(
-		    st, (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops));
+	pthread_mutex_lock(&g->lock);
+	p = find_probe(g, id);
+	if (p) {
+		p->pending_own_ops += (double)(res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops);
 		if (p->pc->ceiling && res->success) {
-			double iops = res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops;
-			double bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;
-
-			ceiling_state_measured(st, iops, bw);
-			log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->id->name,
-				 iops, bw / (1024.0 * 1024.0), ps->device);
+			p->has_measured = true;
+			p->measured_iops = res->op[PROBE_OP_READ].iops + res->op[PROBE_OP_WRITE].iops;
+			p->measured_bw = res->op[PROBE_OP_READ].bw_bytes + res->op[PROBE_OP_WRITE].bw_bytes;
 		}
 	}
-	snapshot_unref(snap);
+	pthread_mutex_unlock(&g->lock);
 }
 
-void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
+/* Hand one probe's runs since the last call to the detector. */
+static void collect_probe(struct gate_probe *p, struct ceiling_set *ceilings, double own_ops,
+			  bool has_measured, double iops, double bw)
+{
+	struct ceiling_state *st = state_of(p, ceilings);
+	char device[DISKSTATS_NAME_MAX] = "";
+
+	if (!st) {
+		return;
+	}
+	if (own_ops > 0) {
+		ceiling_state_note_own_ops(st, own_ops);
+	}
+	if (has_measured) {
+		ceiling_state_measured(st, iops, bw);
+		(void)probe_identity_device(p->id, device, NULL);
+		log_info("Ceiling probe [%s] measured %.0f IOPS, %.1f MiB/s on %s.", p->id->name, iops,
+			 bw / (1024.0 * 1024.0), device);
+	}
+}
+
+void ceiling_gate_collect(struct ceiling_gate *g, struct ceiling_set *ceilings)
+{
+	/* only the main loop changes g->probes, and it is running this */
+	for (size_t i = 0; g && i < g->n_probes; i++) {
+		struct gate_probe *p = &g->probes[i];
+		double own_ops, iops, bw;
+		bool has_measured;
+
+		pthread_mutex_lock(&g->lock);
+		own_ops = p->pending_own_ops;
+		has_measured = p->has_measured;
+		iops = p->measured_iops;
+		bw = p->measured_bw;
+		p->pending_own_ops = 0;
+		p->has_measured = false;
+		pthread_mutex_unlock(&g->lock);
+		if (own_ops > 0 || has_measured) {
+			collect_probe(p, ceilings, own_ops, has_measured, iops, bw);
+		}
+	}
+}
+
+void ceiling_gate_refresh(struct ceiling_gate *g, struct ceiling_set *ceilings)
 {
 	for (size_t i = 0; g && i < g->n_probes; i++) {
 		struct gate_probe *p = &g->probes[i];
@@ -185,7 +203,7 @@ void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler)
 		if (!p->pc->ceiling) {
 			continue;
 		}
-		st = state_of(p, sampler);
+		st = state_of(p, ceilings);
 		is_quiet = st && ceiling_state_is_quiet(st, CEILING_GATE_QUIET_SEC, CEILING_GATE_QUIET_IOPS);
 		pthread_mutex_lock(&g->lock);
 		p->is_quiet = is_quiet;

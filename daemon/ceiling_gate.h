@@ -12,8 +12,9 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "sampler.h"
-#include "registry.h"
+#include "ceiling.h"
+#include "probe.h"
+#include "targets.h"
 
 #define CEILING_GATE_MIN_SPACING_USEC (600ULL * 1000000ULL) /* at most one run per 10 minutes */
 #define CEILING_GATE_QUIET_SEC	      5.0		    /* quiet for this long ... */
@@ -29,22 +30,28 @@ struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g);
 typedef uint64_t (*ceiling_gate_clock_fn)(void *userdata);
 void ceiling_gate_set_clock(struct ceiling_gate *g, ceiling_gate_clock_fn fn, void *userdata);
 
-/* The probes of `cfg`, each with the registry's identity of it (set with
- * registry_set_probes(cfg) before). Call while the scheduler is stopped; a
- * probe that keeps its name keeps its last run time. On failure (-ENOMEM,
- * -ENOENT for a probe the registry does not know) the gate knows no probe
- * (no ceiling probe runs) until the next call. */
-int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg, struct registry *registry);
+/* The probes of `cfg`, ids[i] the identity of cfg->probes[i] (the gate
+ * takes references). Call while the scheduler is stopped; a probe that
+ * keeps its name keeps its last run time. On failure (-ENOMEM) the gate
+ * knows no probe (no ceiling probe runs) until the next call. */
+int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg,
+			    struct probe_identity *const *ids);
 
-/* Main loop, right before a device sample (g may be NULL: nothing to do): hand the runs completed since
- * the last call (read from the registry's current snapshot) to the ceiling
- * detector: a ceiling probe's result as a measurement, any other probe's
- * I/O count as iopsd's own. */
-void ceiling_gate_collect(struct ceiling_gate *g, struct sampler *sampler, struct registry *registry);
+/* A run of probe `id` completed (the scheduler's done callback, on the
+ * probe's thread): its I/O count, and a ceiling probe's result, wait for
+ * the next ceiling_gate_collect(). Thread-safe. */
+void ceiling_gate_probe_done(struct ceiling_gate *g, const struct probe_identity *id,
+			     const struct probe_result *res);
 
-/* Main loop, right after a device sample and registry_resolve_probe_devices():
+/* Main loop, right before a device sample (g may be NULL: nothing to do):
+ * hand the runs completed since the last call to the ceiling detector: a
+ * ceiling probe's result as a measurement, any other probe's I/O count as
+ * iopsd's own. */
+void ceiling_gate_collect(struct ceiling_gate *g, struct ceiling_set *ceilings);
+
+/* Main loop, right after a device sample and the identities' placing:
  * recompute which ceiling probes' devices are quiet. */
-void ceiling_gate_refresh(struct ceiling_gate *g, struct sampler *sampler);
+void ceiling_gate_refresh(struct ceiling_gate *g, struct ceiling_set *ceilings);
 
 /* The scheduler_gate_fn (scheduler.h), called on probe threads: 0 to run
  * now, else how long to wait. Probes without ceiling=1 always pass. */

@@ -66,20 +66,13 @@ static bool valid_regex(const char *flag, const char *value)
 static bool valid_listen_address(const char *value)
 {
 	struct netaddr_list l;
-	char bad[128];
-	int r;
+	char err[NETADDR_HOST_MAX + 64];
 
-	r = netaddr_parse_list(value, &l, bad, sizeof(bad));
-	if (r == -E2BIG) {
-		log_error("--web.listen-address: more than %d addresses in '%s'", NETADDR_LIST_MAX, value);
-	} else if (r == -ENOENT) {
-		log_error("--web.listen-address: no address given");
-	} else if (r < 0 && bad[0] == '\0') {
-		log_error("--web.listen-address: an empty address in '%s'", value);
-	} else if (r < 0) {
-		log_error("--web.listen-address: '%s' is not HOST:PORT, [IPV6]:PORT or :PORT", bad);
+	if (netaddr_parse_list_explain(value, &l, err, sizeof(err)) < 0) {
+		log_error("--web.listen-address: %s", err);
+		return false;
 	}
-	return r == 0;
+	return true;
 }
 
 static const struct option options[] = {
@@ -98,14 +91,34 @@ static const struct option options[] = {
     {},
 };
 
+/* The field of an option whose value is stored as given; NULL for others. */
+static const char **plain_option(int c, struct cli_args *a)
+{
+	switch (c) {
+	case ARG_CONFIG:
+		return &a->config_path;
+	case ARG_WEB_CONFIG:
+		return &a->web_config_file;
+	case ARG_PROCFS:
+		return &a->procfs;
+	case ARG_SYSFS:
+		return &a->sysfs;
+	default:
+		return NULL;
+	}
+}
+
 /* Check and store one option of getopt_long(); CLI_RUN to go on, anything
  * else ends the parse (help or version printed, or a usage error). */
 static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 {
+	const char **plain = plain_option(c, a);
+
+	if (plain) {
+		*plain = optarg;
+		return CLI_RUN;
+	}
 	switch (c) {
-	case ARG_CONFIG:
-		a->config_path = optarg;
-		break;
 	case ARG_CHECK_CONFIG:
 		a->check_config = true;
 		break;
@@ -117,15 +130,6 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 			return CLI_EXIT_USAGE;
 		}
 		a->listen_address = optarg;
-		break;
-	case ARG_WEB_CONFIG:
-		a->web_config_file = optarg;
-		break;
-	case ARG_PROCFS:
-		a->procfs = optarg;
-		break;
-	case ARG_SYSFS:
-		a->sysfs = optarg;
 		break;
 	case ARG_DEV_INCLUDE:
 		if (!valid_regex("--collector.diskstats.device-include", optarg)) {

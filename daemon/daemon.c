@@ -18,12 +18,15 @@
 
 #include "ceiling_gate.h"
 #include "fit.h"
+#include "detect.h"
+#include "identities.h"
+#include "process_stats.h"
 #include "sampler.h"
 #include "history.h"
 #include "http.h"
+#include "listen.h"
 #include "log.h"
 #include "macro.h"
-#include "netaddr.h"
 #include "probe.h"
 #include "registry.h"
 #include "scheduler.h"
@@ -112,26 +115,8 @@ static void check_probe_directory(const struct config *cfg, const struct probe_c
 
 int daemon_check_start(const struct config *cfg)
 {
-	struct netaddr_list l;
-	int r;
+	int r = listen_check(cfg);
 
-	/* the config's own check already parsed them with the same parser */
-	r = netaddr_parse_list(cfg->listen_address, &l, NULL, 0);
-	if (r < 0) {
-		return log_error_errno(-EINVAL, "Listen address '%s' is not HOST:PORT, [IPV6]:PORT or :PORT.",
-				       cfg->listen_address);
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		char address[NETADDR_HOST_MAX + 16];
-
-		if (netaddr_to_sockaddr(&l.items[i], &ss, &len) < 0) {
-			netaddr_format(&l.items[i], address, sizeof(address));
-			r = log_error_errno(-EINVAL, "%s: listen address '%s': cannot resolve the host name.",
-					    cfg->path, address);
-		}
-	}
 	for (size_t i = 0; i < cfg->n_probes; i++) {
 		check_probe_directory(cfg, &cfg->probes[i]);
 	}
@@ -207,6 +192,14 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 	return 0;
 }
 
+/* The probes' devices from the last sample's topology, for the scheduler,
+ * the ceiling gate and the registry's labels. */
+static void daemon_place_probes(struct daemon *d)
+{
+	identities_place(&d->ids, sampler_last_sample(d->sampler)->topology);
+	registry_update_devices(d->registry);
+}
+
 /* One device sample: into the registry (published by the caller) and the
  * history. Failures are counted and logged, rate-limited, and the daemon
  * carries on. */
@@ -216,8 +209,15 @@ static void daemon_sample(struct daemon *d)
 	int r;
 
 	/* probe runs since the last sample: iopsd's own I/O, ceiling measurements */
-	ceiling_gate_collect(d->ceiling_gate, d->sampler, d->registry);
+	ceiling_gate_collect(d->ceiling_gate, detect_ceilings(d->detect));
 	r = sampler_sample(d->sampler, &snap);
+	if (r >= 0) {
+		/* detection: ceilings, holds, shared ceilings, the instance */
+		r = detect_run(d->detect, sampler_last_sample(d->sampler), snap);
+		if (r < 0) {
+			snap = sampler_snapshot_unref(snap);
+		}
+	}
 	if (r < 0) {
 		if (ratelimit_below(&d->sample_log_ratelimit)) {
 			log_warning_errno(r, "Failed to sample %s/diskstats: %m, ignoring.", d->args->procfs);
@@ -239,8 +239,8 @@ static void daemon_sample(struct daemon *d)
 	}
 	d->diskstats_parse_errors_seen = snap->parse_errors_total;
 	registry_set_samples(d->registry, snap);
-	registry_resolve_probe_devices(d->registry, d->sampler);
-	ceiling_gate_refresh(d->ceiling_gate, d->sampler);
+	daemon_place_probes(d);
+	ceiling_gate_refresh(d->ceiling_gate, detect_ceilings(d->detect));
 	r = history_append(d->history, snap);
 	if (r < 0 && ratelimit_below(&d->sample_log_ratelimit)) {
 		log_warning_errno(r, "Failed to record device history: %m, ignoring.");
@@ -248,11 +248,32 @@ static void daemon_sample(struct daemon *d)
 	sampler_snapshot_unref(snap);
 }
 
-/* Publish what the modules hold now. On failure (out of memory) the previous
- * snapshot stays served; logged, rate-limited. */
+/* Publish what the modules hold now, with the process's figures and the
+ * host's name read here (the host may be renamed while we run). */
+static int daemon_publish_now(struct daemon *d)
+{
+	struct process_stats ps = {0};
+	char hostname[HOST_NAME_MAX + 1] = "";
+	int r;
+
+	r = process_stats_read(&ps);
+	if (r < 0) {
+		log_debug_errno(r, "Cannot read /proc/self: %m, omitting process_* metrics.");
+	}
+	ps.start_time_seconds = d->process_start_time;
+	if (gethostname(hostname, sizeof(hostname)) < 0) {
+		hostname[0] = '\0';
+	}
+	hostname[sizeof(hostname) - 1] = '\0';
+	registry_set_process(d->registry, &ps, hostname);
+	return registry_publish(d->registry);
+}
+
+/* On failure (out of memory) the previous snapshot stays served; logged,
+ * rate-limited. */
 static void daemon_publish(struct daemon *d)
 {
-	int r = registry_publish(d->registry);
+	int r = daemon_publish_now(d);
 
 	if (r < 0 && ratelimit_below(&d->publish_log_ratelimit)) {
 		log_warning_errno(r, "Failed to publish a snapshot: %m, serving the previous one.");
@@ -317,6 +338,7 @@ static void daemon_set_log_level(const struct config *cfg)
 static void daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
+	struct identities ids = {0};
 	int r;
 
 	daemon_set_log_level(cfg);
@@ -328,6 +350,7 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	scheduler_stop(d->scheduler);
 	/* the sampler points into the configuration: move it over first */
 	r = sampler_set_config(d->sampler, cfg);
+	r = detect_set_config(d->detect, cfg) < 0 ? -EINVAL : r;
 	if (r < 0) {
 		log_error_errno(
 		    r, "Invalid device_include/device_exclude: %m, keeping the previous device filter.");
@@ -345,19 +368,24 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 		}
 	}
 	config_free(old);
-	r = registry_set_probes(d->registry, d->cfg);
+	r = identities_build(d->cfg, &d->ids, &ids);
+	if (r >= 0) {
+		identities_clear(&d->ids);
+		d->ids = ids;
+		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
+	}
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
 		return;
 	}
 	/* new probes' devices, before their first runs */
-	registry_resolve_probe_devices(d->registry, d->sampler);
+	daemon_place_probes(d);
 	daemon_publish(d);
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->ids.ids);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
 	}
-	r = scheduler_start(d->scheduler, d->cfg);
+	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
 		log_error_errno(r, "Failed to start the probes: %m, not running probes.");
 	}
@@ -460,7 +488,15 @@ static int daemon_setup_registry(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the registry: %m");
 	}
-	r = registry_set_probes(d->registry, d->cfg);
+	r = process_stats_start_time(&d->process_start_time);
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read the process start time from /proc: %m, ignoring.");
+		d->process_start_time = usec_to_sec(now_usec(CLOCK_REALTIME));
+	}
+	r = identities_build(d->cfg, NULL, &d->ids);
+	if (r >= 0) {
+		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
+	}
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the probes: %m");
 	}
@@ -485,6 +521,10 @@ static int daemon_setup_sampling(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
+	r = detect_new(d->cfg, &d->detect);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the device sampler: %m");
+	}
 	r = history_new(d->cfg, &d->history);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to allocate the history: %m");
@@ -498,8 +538,18 @@ static int daemon_setup_sampling(struct daemon *d)
 	return 0;
 }
 
-/* The ceiling gate and the scheduler; probe threads report through the
- * registry and the wake eventfd. */
+/* A probe run completed, on its thread: into the registry, and to the
+ * ceiling gate (iopsd's own I/O, a ceiling probe's measurement). */
+static void on_probe_done(void *userdata, const struct probe_identity *id, const struct probe_result *res)
+{
+	struct daemon *d = userdata;
+
+	registry_probe_done(d->registry, id, res);
+	ceiling_gate_probe_done(d->ceiling_gate, id, res);
+}
+
+/* The ceiling gate and the scheduler; probe threads report through
+ * on_probe_done() and the wake eventfd. */
 static int daemon_setup_probes(struct daemon *d)
 {
 	char engines[320];
@@ -511,17 +561,17 @@ static int daemon_setup_probes(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the ceiling gate: %m");
 	}
-	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->registry);
+	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->ids.ids);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to set up the ceiling probes: %m");
 	}
-	r = scheduler_new(d->registry, d->wake_fd, d->args->sysfs, &d->scheduler);
+	r = scheduler_new(on_probe_done, d, d->wake_fd, d->args->sysfs, &d->scheduler);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the probe scheduler: %m");
 	}
 	/* ceiling probes wait for a quiet device */
 	scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
-	r = scheduler_start(d->scheduler, d->cfg);
+	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to start the probe scheduler: %m");
 	}
@@ -529,17 +579,38 @@ static int daemon_setup_probes(struct daemon *d)
 }
 
 /* The first snapshot, then HTTP: it serves what the modules above publish,
- * and is bound before READY=1. http_server_new() logs its own errors;
- * -EINVAL is a configuration error (web config, listen address). */
+ * and is bound before READY=1. -EINVAL is a configuration error (web
+ * config, listen address). */
 static int daemon_setup_http(struct daemon *d)
 {
+	struct listen_sockets ls;
+	char err[512];
 	int r;
 
-	r = registry_publish(d->registry);
+	r = daemon_publish_now(d);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to publish the first snapshot: %m");
 	}
-	return http_server_new(d->cfg, d->registry, d->event, &d->http);
+	r = http_server_new(d->cfg, d->registry, d->event, err, sizeof(err), &d->http);
+	if (r < 0) {
+		return log_error_errno(r, "%s", err);
+	}
+	r = listen_open(d->cfg->listen_address, &ls);
+	if (r < 0) {
+		return r;
+	}
+	r = http_server_start(d->http, ls.fds, ls.n, err, sizeof(err));
+	if (r < 0) {
+		return log_error_errno(r, "%s", err);
+	}
+	if (ls.is_activated) {
+		log_info("Serving HTTP%s on %zu socket-activated socket(s).",
+			 http_server_has_tls(d->http) ? "S" : "", ls.n);
+	} else {
+		log_info("Serving HTTP%s on %s.", http_server_has_tls(d->http) ? "S" : "",
+			 d->cfg->listen_address);
+	}
+	return 0;
 }
 
 static int (*const setup_steps[])(struct daemon *d) = {
@@ -596,6 +667,8 @@ struct daemon *daemon_free(struct daemon *d)
 	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);
+	detect_free(d->detect);
+	identities_clear(&d->ids);
 	sampler_free(d->sampler);
 	sd_event_source_unref(d->wake_source);
 	if (d->wake_fd >= 0) {

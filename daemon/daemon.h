@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "identities.h"
 #include "log.h"
 #include "macro.h"
 
@@ -20,14 +21,17 @@ struct daemon {
 	uint64_t watchdog_usec;
 
 	struct sampler *sampler;
+	struct detect *detect;	       /* the detection stage, run after each sample */
 	sd_event_source *sample_timer; /* every cfg->sample_interval_usec, on realtime multiples */
 	struct history *history;       /* derived device rates and probe points for /api/v1/history */
 	struct ratelimit sample_log_ratelimit;
 	struct ratelimit publish_log_ratelimit;
 	uint64_t diskstats_parse_errors_seen; /* the sampler's count at the last sample */
 	bool has_diskstats_garbage;	      /* the last sample skipped malformed lines */
+	struct identities ids;		      /* the probes' identities, aligned with cfg->probes */
 	struct registry *registry;
-	int wake_fd; /* eventfd: probe threads ask for a publish */
+	double process_start_time; /* seconds since the epoch, for process_start_time_seconds */
+	int wake_fd;		   /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
 	struct scheduler *scheduler;
 	struct ceiling_gate *ceiling_gate; /* when ceiling probes may run; fed by the sampler */

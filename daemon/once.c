@@ -75,8 +75,7 @@ static size_t group_end(const struct config *cfg, size_t first)
 
 static void sleep_until(uint64_t usec)
 {
-	struct timespec ts = {.tv_sec = (time_t)(usec / USEC_PER_SEC),
-			      .tv_nsec = (long)(usec % USEC_PER_SEC) * 1000};
+	struct timespec ts = timespec_from_usec(usec);
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
 	}

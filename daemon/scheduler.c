@@ -15,7 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
-#include "registry.h"
+#include "targets.h"
 #include "timeutil.h"
 
 struct disk_group {
@@ -47,7 +47,8 @@ struct failure_carry {
 };
 
 struct scheduler {
-	struct registry *registry;
+	scheduler_done_fn done;
+	void *done_userdata;
 	int wake_fd;
 	const char *sysfs;
 	scheduler_gate_fn gate;
@@ -112,10 +113,7 @@ static void carry_restore(struct scheduler *s, struct sched_probe *p)
  * false when the scheduler is stopping. */
 static bool wait_until_locked(struct scheduler *s, uint64_t until)
 {
-	struct timespec ts = {
-	    .tv_sec = (time_t)(until / USEC_PER_SEC),
-	    .tv_nsec = (long)(until % USEC_PER_SEC * NSEC_PER_USEC),
-	};
+	struct timespec ts = timespec_from_usec(until);
 
 	while (!s->is_stopping && now_usec(CLOCK_MONOTONIC) < until) {
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT) {
@@ -195,11 +193,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 		if (probe_run_has_threads(p->stuck)) {
 			/* do not pile new I/O onto a device that has not answered */
 			probe_result_init(res);
-			res->error = -ETIMEDOUT;
-			res->op[probe_rw_reads(p->pc->rw) ? PROBE_OP_READ : PROBE_OP_WRITE]
-			    .errors[PROBE_ERR_TIMEOUT] = 1;
-			snprintf(
-			    res->message, sizeof(res->message),
+			probe_result_fail(
+			    res, p->pc->rw, -ETIMEDOUT, true,
 			    "timed out: the I/O of an earlier run is still pending, not starting another");
 			return true;
 		}
@@ -208,9 +203,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	r = probe_start(p->pc, &opts, &run);
 	if (r < 0) {
 		probe_result_init(res);
-		res->error = r;
-		snprintf(res->message, sizeof(res->message), "cannot start the probe: %s",
-			 strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
+		probe_result_fail(res, p->pc->rw, r, false, "cannot start the probe: %s",
+				  strerrordesc_np(-r) ? strerrordesc_np(-r) : "unknown error");
 		return true;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -320,7 +314,7 @@ static void *probe_thread(void *userdata)
 			break;
 		}
 		if (run_once(p, res)) {
-			registry_probe_done(s->registry, p->id, res);
+			s->done(s->done_userdata, p->id, res);
 			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
 				log_debug_errno(errno, "Failed to wake the main loop: %m");
 			}
@@ -339,7 +333,8 @@ static void *probe_thread(void *userdata)
 	return NULL;
 }
 
-int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, struct scheduler **ret)
+int scheduler_new(scheduler_done_fn done, void *userdata, int wake_fd, const char *sysfs,
+		  struct scheduler **ret)
 {
 	struct scheduler *s;
 
@@ -347,7 +342,8 @@ int scheduler_new(struct registry *registry, int wake_fd, const char *sysfs, str
 	if (!s) {
 		return -ENOMEM;
 	}
-	s->registry = registry;
+	s->done = done;
+	s->done_userdata = userdata;
 	s->wake_fd = wake_fd;
 	s->sysfs = sysfs ? sysfs : "/sys";
 	pthread_mutex_init(&s->lock, NULL);
@@ -362,7 +358,7 @@ void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdat
 	s->gate_userdata = userdata;
 }
 
-int scheduler_start(struct scheduler *s, const struct config *cfg)
+int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_identity *const *ids)
 {
 	size_t n = cfg->n_probes;
 	int e;
@@ -391,11 +387,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg)
 		p->s = s;
 		p->index = i;
 		p->pc = &cfg->probes[i];
-		p->id = registry_probe_identity(s->registry, p->pc->name);
-		if (!p->id) {
-			scheduler_stop(s);
-			return -ENOENT;
-		}
+		p->id = probe_identity_ref(ids[i]);
 		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {

@@ -1,24 +1,24 @@
-/* The HTTP server: libmicrohttpd on its own epoll thread serving
+/* The HTTP server: libmicrohttpd on its own epoll threads serving
  * pre-rendered snapshots (/metrics), JSON (/api/v1/...), /healthz and /,
  * with connection limits, a header deadline against slowloris, and TLS and
- * basic auth from --web.config.file. */
+ * basic auth from --web.config.file. It serves on sockets it is given
+ * (daemon/listen.h opens them) and logs nothing above debug. */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-
-#include <sys/socket.h>
 
 #include <systemd/sd-event.h>
 
 #include "config.h"
 #include "macro.h"
+#include "negotiate.h"
 #include "netaddr.h"
 #include "registry.h"
 #include "render_prom.h"
 
-#define HTTP_MAX_LISTEN	    NETADDR_LIST_MAX
-#define HTTP_MAX_QUERY_ARGS 8
+#define HTTP_MAX_LISTEN NETADDR_LIST_MAX
 /* libmicrohttpd worker threads (each with its own epoll) on hosts with two
  * or more CPUs. max_connections is shared out among them. */
 #define HTTP_THREADS 2u
@@ -29,32 +29,22 @@
 
 struct http_server;
 
-/* Load the web config, take the socket-activated sockets (LISTEN_FDS) or
- * bind cfg->listen_address (a comma-separated list of HOST:PORT,
- * [IPV6]:PORT, :PORT), and start serving `registry`. Adds a timer to
- * `event` that enforces the header deadline. Logs and returns -errno
- * (-EINVAL for a bad web config or address). */
-int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event,
-		    struct http_server **ret);
+/* Load the web config and get ready to serve `registry`: adds a timer to
+ * `event` that enforces the header deadline. Returns -errno with the
+ * message in err (errlen bytes; "FILE:LINE: ..." for a bad web config,
+ * which is -EINVAL). */
+int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event, char *err,
+		    size_t errlen, struct http_server **ret);
+
+/* Serve on the listening sockets fds[0..n_fds-1], one libmicrohttpd daemon
+ * each; takes ownership of them, also on failure. Returns -errno with the
+ * message in err. */
+int http_server_start(struct http_server *h, const int *fds, size_t n_fds, char *err, size_t errlen);
+
+/* Whether the web config asks for TLS. */
+bool http_server_has_tls(const struct http_server *h);
 
 /* Stop serving (waits for the server threads) and free; copes with a
  * half-built server. */
 struct http_server *http_server_free(struct http_server *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct http_server *, http_server_free);
-
-/* Pure helpers, exposed for tests. */
-
-/* OpenMetrics when the Accept header lists application/openmetrics-text
- * (version 1.0.0, 0.0.1 or none) with a q at least that of text/plain;
- * the text format 0.0.4 otherwise (also for NULL). */
-enum metrics_format http_negotiate_format(const char *accept);
-
-/* True when Accept-Encoding allows gzip (gzip, x-gzip or * with q > 0). */
-bool http_accepts_gzip(const char *accept_encoding);
-
-/* A history window ("5m", "300", "90s"): 1 s .. max_usec. -EINVAL for
- * syntax, -ERANGE out of range. */
-int http_parse_window(const char *s, uint64_t max_usec, uint64_t *ret_usec);
-
-/* A device or probe name in a query: 1..63 printable bytes. */
-bool http_valid_name(const char *s);

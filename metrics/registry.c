@@ -16,7 +16,6 @@
 #include "history.h"
 #include "log.h"
 #include "macro.h"
-#include "process_stats.h"
 #include "refcount.h"
 #include "timeutil.h"
 
@@ -30,7 +29,8 @@ struct registry {
 	uint64_t history_usec;
 	uint64_t start_realtime_usec;
 	uint64_t start_monotonic_usec;
-	double process_start_time;
+	struct process_stats process; /* registry_set_process() */
+	char hostname[HOST_NAME_MAX + 1];
 	double last_render_seconds;
 	registry_publish_fn publish_hook;
 	void *publish_hook_userdata;
@@ -43,65 +43,6 @@ struct registry {
 	pthread_mutex_t current_lock; /* guards current only */
 	struct snapshot *current;
 };
-
-static void probe_identity_destroy(struct probe_identity *id)
-{
-	pthread_mutex_destroy(&id->lock);
-	free(id->name);
-	free(id->target);
-	free(id);
-}
-
-DEFINE_REFCOUNT(struct probe_identity, probe_identity, probe_identity_destroy);
-
-static struct probe_identity *probe_identity_new(const char *name, const char *target)
-{
-	struct probe_identity *id = calloc(1, sizeof(*id));
-
-	if (!id) {
-		return NULL;
-	}
-	id->refcount = 1;
-	pthread_mutex_init(&id->lock, NULL);
-	id->name = strdup(name);
-	id->target = strdup(target);
-	if (!id->name || !id->target) {
-		return probe_identity_unref(id);
-	}
-	return id;
-}
-
-bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk)
-{
-	bool is_resolved;
-
-	pthread_mutex_lock(&id->lock);
-	is_resolved = id->is_resolved;
-	if (is_resolved && ret_device) {
-		memcpy(ret_device, id->device, sizeof(id->device));
-	}
-	if (is_resolved && ret_disk) {
-		*ret_disk = id->disk;
-	}
-	pthread_mutex_unlock(&id->lock);
-	return is_resolved;
-}
-
-/* Place `id` where the topology says its target is now. Main thread. */
-static void probe_identity_resolve(struct probe_identity *id, struct sampler *sampler)
-{
-	char device[DISKSTATS_NAME_MAX];
-	dev_t disk;
-
-	if (sampler_target_device(sampler, id->target, device, &disk) < 0) {
-		return; /* not (yet) known: keep what it was */
-	}
-	pthread_mutex_lock(&id->lock);
-	memcpy(id->device, device, sizeof(id->device));
-	id->disk = disk;
-	id->is_resolved = true;
-	pthread_mutex_unlock(&id->lock);
-}
 
 static void probe_state_done(struct probe_state *p)
 {
@@ -145,7 +86,6 @@ DEFINE_REFCOUNT(struct snapshot, snapshot, snapshot_destroy);
 int registry_new(struct registry **ret)
 {
 	struct registry *r = calloc(1, sizeof(*r));
-	int k;
 
 	if (!r) {
 		return -ENOMEM;
@@ -155,11 +95,6 @@ int registry_new(struct registry **ret)
 	r->start_realtime_usec = now_usec(CLOCK_REALTIME);
 	r->start_monotonic_usec = now_usec(CLOCK_MONOTONIC);
 	r->sample_interval_usec = USEC_PER_SEC;
-	k = process_stats_start_time(&r->process_start_time);
-	if (k < 0) {
-		log_warning_errno(k, "Cannot read the process start time from /proc: %m, ignoring.");
-		r->process_start_time = (double)r->start_realtime_usec / (double)USEC_PER_SEC;
-	}
 	*ret = r;
 	return 0;
 }
@@ -193,59 +128,41 @@ bool probe_state_does_op(const struct probe_state *p, enum probe_op op)
 	}
 }
 
-/* The state of `pc` in a new probe list: the counters of the probe of the
- * same name in the current one, if any, and its identity when the target
- * is the same too. Under r->lock. */
-static int probe_state_init(struct registry *r, const struct probe_config *pc, struct probe_state *p)
+/* The state of `pc` in a new probe list, with identity `id`: the counters
+ * of the probe of the same name in the current one, if any, and its device
+ * when it keeps its identity (its target) too. Under r->lock. */
+static void probe_state_init(struct registry *r, const struct probe_config *pc, struct probe_identity *id,
+			     struct probe_state *p)
 {
-	const char *target = pc->directory ? pc->directory : pc->filename;
-	struct probe_identity *id = NULL;
-
 	for (size_t j = 0; j < r->n_probes; j++) {
 		if (strcmp(r->probes[j].name, pc->name) == 0) {
 			*p = r->probes[j];
-			if (strcmp(p->target, target) == 0) {
-				id = probe_identity_ref(p->id);
-			} else {
+			if (p->id != id) {
 				p->device[0] = '\0';
 			}
 			break;
 		}
 	}
-	if (!id) {
-		id = probe_identity_new(pc->name, target);
-		if (!id) {
-			p->id = NULL; /* the copied one is not ours */
-			return -ENOMEM;
-		}
-	}
-	p->id = id;
+	p->id = probe_identity_ref(id);
 	p->name = id->name;
 	p->target = id->target;
 	p->rw = pc->rw;
 	p->interval_usec = pc->interval_usec;
 	p->runtime_usec = pc->runtime_usec;
 	p->has_fsync = probe_rw_writes(pc->rw) && (pc->fsync > 0 || pc->end_fsync);
-	return 0;
 }
 
-int registry_set_probes(struct registry *r, const struct config *cfg)
+int registry_set_probes(struct registry *r, const struct config *cfg, struct probe_identity *const *ids)
 {
 	struct probe_state *probes;
-	int k = 0;
 
 	probes = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*probes));
 	if (!probes) {
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < cfg->n_probes && k >= 0; i++) {
-		k = probe_state_init(r, &cfg->probes[i], &probes[i]);
-	}
-	if (k < 0) {
-		pthread_mutex_unlock(&r->lock);
-		probe_states_free(probes, cfg->n_probes);
-		return k;
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		probe_state_init(r, &cfg->probes[i], ids[i], &probes[i]);
 	}
 	probe_states_free(r->probes, r->n_probes);
 	r->probes = probes;
@@ -255,20 +172,6 @@ int registry_set_probes(struct registry *r, const struct config *cfg)
 	r->history_usec = cfg->history_usec;
 	pthread_mutex_unlock(&r->lock);
 	return 0;
-}
-
-struct probe_identity *registry_probe_identity(struct registry *r, const char *name)
-{
-	struct probe_identity *id = NULL;
-
-	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < r->n_probes && !id; i++) {
-		if (strcmp(r->probes[i].name, name) == 0) {
-			id = probe_identity_ref(r->probes[i].id);
-		}
-	}
-	pthread_mutex_unlock(&r->lock);
-	return id;
 }
 
 void registry_set_history(struct registry *r, struct history *h)
@@ -322,6 +225,8 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 	struct probe_state *p;
 
+	/* the percentiles before the lock: probe threads share it */
+	record_probe_history(r, id->name, res);
 	pthread_mutex_lock(&r->lock);
 	p = find_state_locked(r, id);
 	if (p) {
@@ -340,27 +245,18 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
 		p->last_run_realtime_usec = res->start_realtime_usec;
 		p->last_done_monotonic_usec = now;
 		r->probes_changed = true;
-		record_probe_history(r, p->name, res);
 	}
 	pthread_mutex_unlock(&r->lock);
 }
 
-void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler)
+void registry_update_devices(struct registry *r)
 {
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->n_probes; i++) {
 		struct probe_state *p = &r->probes[i];
 		char now[DISKSTATS_NAME_MAX];
 
-		/* the device follows the topology: a filesystem mounted on the
-		 * target after the start (an md array on /data) is the probe's
-		 * device from then on, for the labels, the scheduler's
-		 * per-disk serialisation and the ceiling gate alike */
-		probe_identity_resolve(p->id, sampler);
-		if (!probe_identity_device(p->id, now, NULL)) {
-			continue;
-		}
-		if (strcmp(p->device, now) != 0) {
+		if (probe_identity_device(p->id, now, NULL) && strcmp(p->device, now) != 0) {
 			memcpy(p->device, now, sizeof(p->device));
 			r->probes_changed = true;
 		}
@@ -372,11 +268,6 @@ void registry_set_samples(struct registry *r, struct sampler_snapshot *s)
 {
 	sampler_snapshot_unref(r->samples);
 	r->samples = sampler_snapshot_ref(s);
-}
-
-static double usec_to_sec(uint64_t usec)
-{
-	return (double)usec / (double)USEC_PER_SEC;
 }
 
 bool snapshot_check_health(const struct snapshot *s, uint64_t now, char *reason, size_t len)
@@ -465,11 +356,8 @@ int registry_publish(struct registry *r)
 	s->samples = sampler_snapshot_ref(r->samples);
 	s->history = r->history;
 	s->last_render_seconds = r->last_render_seconds;
-	/* read each time: the host may be renamed while we run */
-	if (gethostname(s->hostname, sizeof(s->hostname)) < 0) {
-		s->hostname[0] = '\0';
-	}
-	s->hostname[sizeof(s->hostname) - 1] = '\0';
+	memcpy(s->hostname, r->hostname, sizeof(s->hostname));
+	s->process = r->process;
 
 	pthread_mutex_lock(&r->lock);
 	s->sample_interval_usec = r->sample_interval_usec;
@@ -488,11 +376,6 @@ int registry_publish(struct registry *r)
 
 	s->stale_after_usec = 3 * s->sample_interval_usec + 2 * USEC_PER_SEC;
 	s->generation = ++r->generation;
-	k = process_stats_read(&s->process);
-	if (k < 0) {
-		log_debug_errno(k, "Cannot read /proc/self: %m, omitting process_* metrics.");
-	}
-	s->process.start_time_seconds = r->process_start_time;
 	s->is_healthy =
 	    snapshot_check_health(s, s->monotonic_usec, s->health_reason, sizeof(s->health_reason));
 
@@ -508,6 +391,12 @@ int registry_publish(struct registry *r)
 	pthread_mutex_unlock(&r->current_lock);
 	snapshot_unref(old);
 	return 0;
+}
+
+void registry_set_process(struct registry *r, const struct process_stats *p, const char *hostname)
+{
+	r->process = *p;
+	snprintf(r->hostname, sizeof(r->hostname), "%s", hostname ? hostname : "");
 }
 
 struct snapshot *registry_acquire(struct registry *r)

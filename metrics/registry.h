@@ -15,42 +15,10 @@
 #include "config.h"
 #include "sampler.h"
 #include "probe.h"
-#include "process_stats.h"
+#include "targets.h"
 
 struct history;
 struct probe_block;
-struct sampler;
-
-/* One configured probe as every module refers to it: the registry makes one
- * for each probe of a configuration (registry_set_probes() keeps it across
- * a reload while the probe keeps its name and target); the snapshots, the
- * scheduler and the ceiling gate hold references, never copies or indexes.
- * name and target never change. The device comes from the sampler's
- * topology alone, on the main thread after each sample
- * (registry_resolve_probe_devices()), and follows it: a filesystem mounted
- * on the target later is the probe's device from then on. Read it with
- * probe_identity_device(), from any thread. */
-struct probe_identity {
-	unsigned refcount; /* atomic */
-	char *name;
-	char *target; /* directory or filename */
-	/* under lock: */
-	pthread_mutex_t lock;
-	bool is_resolved;
-	char device[DISKSTATS_NAME_MAX]; /* the device the target lives on, "" when the
-					  * filesystem has none (tmpfs, overlayfs) */
-	dev_t disk;			 /* what the scheduler serialises runs on: the whole
-					  * disk of device, or the filesystem's number without
-					  * a device; 0 when unknown */
-};
-
-struct probe_identity *probe_identity_ref(struct probe_identity *id);
-struct probe_identity *probe_identity_unref(struct probe_identity *id);
-
-/* The device of `id` into ret_device (DISKSTATS_NAME_MAX bytes; may be
- * NULL) and *ret_disk (may be NULL). False while the topology has not
- * placed the target (then neither is written). Any thread. */
-bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk);
 
 /* Cumulative state of one configured probe. */
 struct probe_state {
@@ -74,6 +42,17 @@ struct probe_state {
 /* Whether the probe performs `op` (and has figures for it to show). */
 bool probe_state_does_op(const struct probe_state *p, enum probe_op op);
 
+/* The standard process_* figures, which the daemon reads from /proc/self before each publish. */
+struct process_stats {
+	bool available;
+	double cpu_seconds;
+	uint64_t resident_memory_bytes;
+	uint64_t virtual_memory_bytes;
+	uint64_t open_fds;
+	uint64_t max_fds;
+	double start_time_seconds; /* since the epoch */
+};
+
 struct snapshot {
 	unsigned refcount; /* atomic */
 	uint64_t generation;
@@ -83,7 +62,7 @@ struct snapshot {
 	uint64_t start_monotonic_usec;
 	uint64_t sample_interval_usec;
 	uint64_t history_usec;		  /* configured history length */
-	char hostname[HOST_NAME_MAX + 1]; /* gethostname() at publish time, "" if it failed */
+	char hostname[HOST_NAME_MAX + 1]; /* registry_set_process()'s, "" when unknown */
 	uint64_t stale_after_usec;	  /* /healthz: a snapshot older than this is unhealthy */
 	struct sampler_snapshot *samples; /* may be NULL before the first sample */
 	struct probe_state *probes;	  /* in probe_block */
@@ -107,16 +86,13 @@ struct registry;
 int registry_new(struct registry **ret);
 struct registry *registry_free(struct registry *r);
 
-/* Replace the probe list (at start and on reload); a probe that keeps its
- * name keeps its cumulative counters, and its identity too when it also
- * keeps its target. Also takes the sample interval and history length from
+/* Replace the probe list (at start and on reload): ids[i] is the identity
+ * of cfg->probes[i] (the registry takes references). A probe that keeps its
+ * name keeps its cumulative counters, and its device too when it also keeps
+ * its identity. Also takes the sample interval and history length from
  * `cfg`. Not thread-safe with respect to registry_probe_done(); the
- * scheduler must be stopped around it. */
-int registry_set_probes(struct registry *r, const struct config *cfg);
-
-/* The identity of the probe named `name` (a reference), NULL when the
- * current probe list has none. */
-struct probe_identity *registry_probe_identity(struct registry *r, const char *name);
+ * scheduler must be stopped around it. 0 or -ENOMEM. */
+int registry_set_probes(struct registry *r, const struct config *cfg, struct probe_identity *const *ids);
 
 /* Record one completed run of the probe `id`. Thread-safe (called from
  * probe threads). Does not publish; the caller wakes the main loop. */
@@ -126,18 +102,20 @@ void registry_probe_done(struct registry *r, const struct probe_identity *id, co
  * every snapshot user, i.e. the HTTP server). Main thread. */
 void registry_set_history(struct registry *r, struct history *h);
 
-/* Resolve the device of each probe whose device is not known yet, from the
- * sampler's topology (sampler_target_device()), and follow the device shown
- * (probe_state.device) when the topology changes under a target (a
- * filesystem mounted on it later). Main thread, after a sample. */
-void registry_resolve_probe_devices(struct registry *r, struct sampler *sampler);
+/* Follow the devices the identities were placed on since (the labels show
+ * them). Main thread, after the daemon placed them. */
+void registry_update_devices(struct registry *r);
 
 /* Install the latest sampler snapshot (takes a reference). Main thread. */
 void registry_set_samples(struct registry *r, struct sampler_snapshot *s);
 
-/* Build a new snapshot from the current state, read the process_* figures,
- * judge health, hand it to the publish hook and swap it in. Main thread.
- * Returns 0, or -ENOMEM (the previous snapshot stays current). */
+/* The process's figures and the host's name for the next publishes (the
+ * daemon reads them before each; none before the first call). Main
+ * thread. */
+void registry_set_process(struct registry *r, const struct process_stats *p, const char *hostname);
+
+/* Build a new snapshot from the current state, judge health, hand it to the publish hook and swap it in. Main
+ * thread. Returns 0, or -ENOMEM (the previous snapshot stays current). */
 int registry_publish(struct registry *r);
 
 /* Called by registry_publish() with each new snapshot before it becomes

@@ -12,7 +12,9 @@
 #include "history.h"
 #include "iopsd-build.h"
 #include "json_probe.h"
+#include "latency_quantiles.h"
 #include "macro.h"
+#include "timeutil.h"
 #include "probe.h"
 #include "shared_ceiling.h"
 #include "utf8.h"
@@ -50,7 +52,7 @@ static json_t *count(uint64_t v)
 
 static json_t *seconds(uint64_t usec)
 {
-	return json_real((double)usec / (double)USEC_PER_SEC);
+	return json_real(usec_to_sec(usec));
 }
 
 json_t *render_json_string(const char *s)
@@ -219,7 +221,8 @@ static json_t *held_by_json(const struct device_state *d)
 	json_t *a = json_array();
 	unsigned k = 0;
 
-	for (const char *p = d->topo.members; a && k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members;
+	     a && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
 		if (((d->ceiling.held_by_mask >> k) & 1) && json_array_append_new(a, str(member)) < 0) {
 			json_decref(a);
 			return NULL;
@@ -240,7 +243,8 @@ static json_t *md_json(const struct device_state *d)
 		return json_null();
 	}
 	failed = json_array();
-	for (const char *p = d->topo.members; failed && k < 64 && (p = device_list_next(p, member)); k++) {
+	for (const char *p = d->topo.members;
+	     failed && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
 		if (((d->md.failed_mask >> k) & 1) && json_array_append_new(failed, str(member)) < 0) {
 			json_decref(failed);
 			return NULL;
@@ -293,7 +297,7 @@ static json_t *device_json(const struct device_state *d)
 	    counters_json(&d->raw));
 }
 
-/* Ceilings shared by several devices (probes/shared_ceiling.h). */
+/* Ceilings shared by several devices (probes/detect/shared_ceiling.h). */
 static json_t *shared_json(const struct sampler_snapshot *ss)
 {
 	json_t *a = json_array();
@@ -356,15 +360,27 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 
 static json_t *latency_json(const struct histogram *h)
 {
+	json_t *o;
+	int r;
+
 	if (h->count == 0) {
 		return json_null();
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "min", num((double)h->min_ns / 1e9), "mean",
-			 num(histogram_mean(h) / 1e9), "p50", num((double)histogram_percentile(h, 50) / 1e9),
-			 "p90", num((double)histogram_percentile(h, 90) / 1e9), "p99",
-			 num((double)histogram_percentile(h, 99) / 1e9), "p999",
-			 num((double)histogram_percentile(h, 99.9) / 1e9), "max",
-			 num((double)h->max_ns / 1e9));
+	o = json_object();
+	r = o ? 0 : -1;
+	r |= json_object_set_new(o, "min", num((double)h->min_ns / 1e9));
+	r |= json_object_set_new(o, "mean", num(histogram_mean(h) / 1e9));
+	for (size_t i = 0; i < ELEMENTSOF(latency_quantiles); i++) {
+		double v = (double)histogram_percentile(h, latency_quantiles[i].percentile) / 1e9;
+
+		r |= json_object_set_new(o, latency_quantiles[i].json_key, num(v));
+	}
+	r |= json_object_set_new(o, "max", num((double)h->max_ns / 1e9));
+	if (r < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static uint64_t errors_sum(const struct probe_op_result *o)

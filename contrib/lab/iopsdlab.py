@@ -1,5 +1,5 @@
 """The VM lab: cloud volumes in a box. A Debian 12 guest under QEMU
-(tests/vm/iopsdvm.py) with volumes whose limits the hypervisor enforces, as
+(iopsdvm.py, beside this file) with volumes whose limits the hypervisor enforces, as
 a cloud provider does below an instance: IOPS and throughput caps (total or
 read/write), a burst bucket, an instance-wide limit shared by several
 volumes (a QEMU throttle group), md arrays over them, EBS-style serials on
@@ -34,17 +34,8 @@ import time
 import urllib.request
 
 
-def _find_iopsdvm():
-    """iopsdvm.py: beside this file (installed), in ../vm (installed under
-    /usr/share/iopsd) or in the source tree's tests/vm."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    for d in (here, os.path.join(here, "..", "vm"), os.path.join(here, "..", "..", "tests", "vm")):
-        if os.path.exists(os.path.join(d, "iopsdvm.py")):
-            return os.path.realpath(d)
-    raise ImportError("iopsdvm.py not found next to iopsdlab.py, in ../vm or in ../../tests/vm")
-
-
-sys.path.insert(0, _find_iopsdvm())
+# the QEMU harness, beside this file in the tree and where it is installed
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import iopsdvm  # noqa: E402
 from iopsdvm import VMError  # noqa: E402,F401
 

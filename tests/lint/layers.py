@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Fail when a lower layer includes a header of a higher one.
 
-The folders are layers with one direction of dependency (DESIGN, STYLE):
-    daemon/ -> http/ -> metrics/ -> probes/ -> config/ -> common/
+The folders are layers with one direction of dependency (DESIGN, STYLE,
+docs/architecture.md), probes/ in three rooms:
+    daemon/ -> http/ -> metrics/ -> probes/detect/ -> probes/devices/
+            -> probes/io/ -> config/ -> common/
 A file may include headers of its own folder and of the folders below it,
-never of one above. Headers that no layer holds (system headers, the
+never of one above; a file directly in probes/ (none should be) would be
+checked as the top room. Headers that no layer holds (system headers, the
 generated iopsd-build.h) are not checked. The tests, benchmarks and the
 fuzzers sit above every layer and may include anything.
 
@@ -13,7 +16,7 @@ import os
 import re
 import sys
 
-LAYERS = ["common", "config", "probes", "metrics", "http", "daemon"]
+LAYERS = ["common", "config", "probes/io", "probes/devices", "probes/detect", "metrics", "http", "daemon"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -23,8 +26,14 @@ def main():
     present = [l for l in LAYERS if os.path.isdir(os.path.join(root, l))]
     rank = {l: i for i, l in enumerate(present)}
     owner = {}  # header file name -> layer that holds it
+    def walk(layer):
+        """The files of a layer, not those of a layer nested in it."""
+        for dirpath, dirs, files in os.walk(os.path.join(root, layer)):
+            dirs[:] = [d for d in dirs if os.path.relpath(os.path.join(dirpath, d), root) not in rank]
+            yield dirpath, files
+
     for layer in present:
-        for dirpath, _, files in os.walk(os.path.join(root, layer)):
+        for dirpath, files in walk(layer):
             for f in files:
                 if f.endswith(".h"):
                     if f in owner and owner[f] != layer:
@@ -33,7 +42,7 @@ def main():
                     owner[f] = layer
     bad = []
     for layer in present:
-        for dirpath, _, files in os.walk(os.path.join(root, layer)):
+        for dirpath, files in walk(layer):
             for f in sorted(files):
                 if not f.endswith((".c", ".h")):
                     continue

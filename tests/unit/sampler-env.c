@@ -81,6 +81,7 @@ void sampler_env_setup(struct sampler_env *e, const char *tree, const char *conf
 	    config_load_string("test.conf", config_text ? config_text : "[global]\n", &errs, &e->cfg), 0);
 	assert_int_equal(sampler_new(e->dir, e->sys, e->cfg, &e->s), 0);
 	sampler_set_clock(e->s, fake_clock, e);
+	assert_int_equal(detect_new(e->cfg, &e->d), 0);
 }
 
 void sampler_env_private_sysfs(struct sampler_env *e)
@@ -99,6 +100,7 @@ void sampler_env_teardown(struct sampler_env *e)
 {
 	char cmd[128];
 
+	detect_free(e->d);
 	sampler_free(e->s);
 	config_free(e->cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
@@ -113,5 +115,6 @@ struct sampler_snapshot *sampler_env_sample(struct sampler_env *e, uint64_t adva
 	e->real += advance_sec * USEC_PER_SEC;
 	assert_int_equal(sampler_sample(e->s, &snap), 0);
 	assert_non_null(snap);
+	assert_int_equal(detect_run(e->d, sampler_last_sample(e->s), snap), 0);
 	return snap;
 }

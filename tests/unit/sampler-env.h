@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "detect.h"
 #include "sampler.h"
 
 struct sampler_env {
@@ -16,6 +17,7 @@ struct sampler_env {
 	uint64_t mono, real; /* the fake clock, microseconds */
 	struct config *cfg;
 	struct sampler *s;
+	struct detect *d; /* the detection stage, run after each sample */
 };
 
 /* config_text NULL: "[global]" (defaults, no probes). */

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "iopsd-build.h"
 #include "macro.h"
+#include "identity-fixture.h"
 
 #define T0_USEC 1700000000250000ULL /* when the sample was taken */
 
@@ -192,19 +193,22 @@ static struct snapshot *published(struct sampler_snapshot *samples)
 	struct config_errors errs = {0};
 	struct config *cfg = NULL;
 	struct registry *r = NULL;
+	struct probe_identity **ids;
 	struct snapshot *s;
 
 	if (config_load_string("fixture.conf", probes_conf, &errs, &cfg) < 0) {
 		fail_msg("fixture.conf: %s", errs.n ? errs.items[0].message : "?");
 	}
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
 	registry_set_samples(r, samples);
 	sampler_snapshot_unref(samples);
 	assert_int_equal(registry_publish(r), 0);
 	s = registry_acquire(r);
 	assert_non_null(s);
 	registry_free(r);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
 	assert_int_equal(s->n_probes, 2);
 	return s;

@@ -20,8 +20,9 @@
 
 #include "ceiling_gate.h"
 #include "config.h"
+#include "detect.h"
+#include "identities.h"
 #include "sampler.h"
-#include "registry.h"
 
 struct env {
 	char root[64];
@@ -30,9 +31,10 @@ struct env {
 	uint64_t reads;	   /* loop5's read counter */
 	struct config *cfg;
 	struct sampler *sampler;
-	struct registry *registry;
+	struct detect *detect;
+	struct identities ids; /* as the daemon builds them */
 	struct ceiling_gate *gate;
-	struct probe_identity *plain, *ceil; /* the registry's identities of the two probes */
+	struct probe_identity *plain, *ceil; /* the identities of the two probes */
 	struct device_ceiling last;	     /* loop5's ceiling in the last sample */
 };
 
@@ -97,11 +99,11 @@ static void tick(struct env *e, uint64_t ios)
 		 (unsigned)(e->now_usec / 1000 % 100000));
 	write_file(e->procfs, "diskstats", line);
 
-	ceiling_gate_collect(e->gate, e->sampler, e->registry);
+	ceiling_gate_collect(e->gate, detect_ceilings(e->detect));
 	assert_int_equal(sampler_sample(e->sampler, &snap), 0);
-	registry_set_samples(e->registry, snap);
-	registry_resolve_probe_devices(e->registry, e->sampler);
-	ceiling_gate_refresh(e->gate, e->sampler);
+	assert_int_equal(detect_run(e->detect, sampler_last_sample(e->sampler), snap), 0);
+	identities_place(&e->ids, sampler_last_sample(e->sampler)->topology);
+	ceiling_gate_refresh(e->gate, detect_ceilings(e->detect));
 	d = sampler_snapshot_find(snap, "loop5");
 	assert_non_null(d);
 	e->last = d->ceiling;
@@ -120,8 +122,8 @@ static void probe_done(struct env *e, const struct probe_identity *id, uint64_t 
 	res->op[PROBE_OP_READ].bytes = ops * 4096;
 	res->op[PROBE_OP_READ].iops = iops;
 	res->op[PROBE_OP_READ].bw_bytes = iops * 4096;
-	registry_probe_done(e->registry, id, res);
-	assert_int_equal(registry_publish(e->registry), 0);
+	/* the scheduler's done callback, as the daemon's */
+	ceiling_gate_probe_done(e->gate, id, res);
 	free(res);
 }
 
@@ -142,18 +144,17 @@ static int env_setup(void **state)
 	e->now_usec = 1000000000;
 
 	assert_int_equal(config_load_string("gate.conf", config_text, &errs, &e->cfg), 0);
-	assert_int_equal(registry_new(&e->registry), 0);
-	assert_int_equal(registry_set_probes(e->registry, e->cfg), 0);
-	assert_int_equal(registry_publish(e->registry), 0);
+	assert_int_equal(identities_build(e->cfg, NULL, &e->ids), 0);
 	assert_int_equal(sampler_new(e->procfs, e->sysfs, e->cfg, &e->sampler), 0);
 	sampler_set_clock(e->sampler, fake_sampler_clock, e);
-	e->plain = registry_probe_identity(e->registry, "plain");
-	e->ceil = registry_probe_identity(e->registry, "ceil");
+	assert_int_equal(detect_new(e->cfg, &e->detect), 0);
+	e->plain = probe_identity_ref(e->ids.ids[0]);
+	e->ceil = probe_identity_ref(e->ids.ids[1]);
 	assert_non_null(e->plain);
 	assert_non_null(e->ceil);
 	assert_int_equal(ceiling_gate_new(&e->gate), 0);
 	ceiling_gate_set_clock(e->gate, fake_gate_clock, e);
-	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->registry), 0);
+	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->ids.ids), 0);
 	*state = e;
 	return 0;
 }
@@ -166,8 +167,9 @@ static int env_teardown(void **state)
 	ceiling_gate_free(e->gate);
 	probe_identity_unref(e->plain);
 	probe_identity_unref(e->ceil);
+	detect_free(e->detect);
 	sampler_free(e->sampler);
-	registry_free(e->registry);
+	identities_clear(&e->ids);
 	config_free(e->cfg);
 	snprintf(path, sizeof(path), "%s/diskstats", e->procfs);
 	unlink(path);
@@ -277,14 +279,15 @@ static void test_reload_keeps_the_budget(void **state)
 	}
 	assert_int_equal(ceiling_gate_check(e->gate, e->ceil, ceil), 0);
 	/* a reload keeps the identity of a probe that keeps name and target */
-	assert_int_equal(registry_set_probes(e->registry, e->cfg), 0);
 	{
-		struct probe_identity *id = registry_probe_identity(e->registry, "ceil");
+		struct identities ids = {0};
 
-		assert_ptr_equal(id, e->ceil);
-		probe_identity_unref(id);
+		assert_int_equal(identities_build(e->cfg, &e->ids, &ids), 0);
+		assert_ptr_equal(ids.ids[1], e->ceil);
+		identities_clear(&e->ids);
+		e->ids = ids;
 	}
-	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->registry), 0);
+	assert_int_equal(ceiling_gate_set_config(e->gate, e->cfg, e->ids.ids), 0);
 	for (unsigned i = 0; i < 6; i++) {
 		tick(e, 0);
 	}

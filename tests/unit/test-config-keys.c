@@ -1,6 +1,6 @@
 /* The key table and what the loader does with each class: honoured keys
- * set fio's meaning, budget keys are fitted to the schedule with one notice
- * each, ignored keys load with a notice, refused keys fail with FILE:LINE,
+ * set fio's meaning (budget keys are fitted to the schedule: test-fit.c),
+ * ignored keys load with a notice, refused keys fail with FILE:LINE,
  * the key and why. The man page's table and the "valid keys" message come
  * from the same table. */
 #include <errno.h>
@@ -17,51 +17,11 @@
 #include "config.h"
 #include "fio.h"
 #include "fit.h"
+#include "config-helpers.h"
 #include "keys.h"
 
 #define MAN_PAGE SRCDIR "/man/iopsd.conf.5"
 #define RUNBOOK	 FIXTURES_DIR "/config/runbook"
-
-static struct config *load_ok(const char *text)
-{
-	struct config_errors errs = {0};
-	struct config *c = NULL;
-	int r = config_load_string("t.fio", text, &errs, &c);
-
-	for (size_t i = 0; i < errs.n; i++) {
-		fprintf(stderr, "%s:%u: %s\n", errs.items[i].file, errs.items[i].line, errs.items[i].message);
-	}
-	assert_int_equal(r, 0);
-	config_errors_clear(&errs);
-	return c;
-}
-
-/* Load `text`, which must fail; returns the first error's line, its message in `msg`. */
-static unsigned load_fails(const char *text, char *msg, size_t len)
-{
-	struct config_errors errs = {0};
-	struct config *c = NULL;
-	unsigned line;
-
-	assert_int_equal(config_load_string("t.fio", text, &errs, &c), -EINVAL);
-	assert_null(c);
-	assert_true(errs.n > 0);
-	line = errs.items[0].line;
-	snprintf(msg, len, "%s", errs.items[0].message);
-	config_errors_clear(&errs);
-	return line;
-}
-
-/* The notice whose text contains `needle`, or NULL. */
-static const struct config_error *find_notice(const struct config *c, const char *needle)
-{
-	for (size_t i = 0; i < c->n_notices; i++) {
-		if (strstr(c->notices[i].message, needle)) {
-			return &c->notices[i];
-		}
-	}
-	return NULL;
-}
 
 static void test_table_has_one_entry_per_name_and_scope(void **state)
 {
@@ -157,7 +117,7 @@ static void test_man_page_table_matches_key_table(void **state)
 static void test_valid_keys_message_is_generated_from_the_table(void **state)
 {
 	char msg[8192];
-	unsigned line = load_fails("[p]\ndirectory=/data\nblocksz=4k\n", msg, sizeof(msg));
+	unsigned line = config_test_load_fails("[p]\ndirectory=/data\nblocksz=4k\n", msg, sizeof(msg));
 
 	assert_int_equal(line, 3);
 	assert_non_null(strstr(msg, "unknown key 'blocksz' in probe [p]"));
@@ -180,20 +140,20 @@ static void test_valid_keys_message_is_generated_from_the_table(void **state)
 		}
 	}
 	assert_non_null(strstr(msg, "bs (blocksize)"));
-	load_fails("[device sdb]\niops=1\n", msg, sizeof(msg));
+	config_test_load_fails("[device sdb]\niops=1\n", msg, sizeof(msg));
 	assert_non_null(strstr(msg, "valid keys are iops_limit, throughput_limit, burst_iops, burst_credits, "
 				    "credit_rate, ceiling_threshold"));
 }
 
 static void test_honoured_keys_keep_fios_meaning(void **state)
 {
-	struct config *c =
-	    load_ok("[global]\ndirectory=/data\n"
-		    "[iometer]\nrw=randrw\nrwmixread=80\nbssplit=512/10:4k/60:64k:1m\n"
-		    "[range]\nrw=randwrite\nbsrange=4k-64k\nblockalign=8k\n"
-		    "[dirs]\nrw=rw\nbs=4k,64k\nrate=1m\nrate_iops=300,300,300\nnrfiles=4\nsize=64m\n"
-		    "[inc]\nrw=read\nnumjobs=4\noffset=1m\noffset_increment=10m\nsize=8m\n"
-		    "iodepth=32\niodepth_batch=8\niodepth_batch_complete_min=4\nstonewall\n");
+	struct config *c = config_test_load_ok(
+	    "[global]\ndirectory=/data\n"
+	    "[iometer]\nrw=randrw\nrwmixread=80\nbssplit=512/10:4k/60:64k:1m\n"
+	    "[range]\nrw=randwrite\nbsrange=4k-64k\nblockalign=8k\n"
+	    "[dirs]\nrw=rw\nbs=4k,64k\nrate=1m\nrate_iops=300,300,300\nnrfiles=4\nsize=64m\n"
+	    "[inc]\nrw=read\nnumjobs=4\noffset=1m\noffset_increment=10m\nsize=8m\n"
+	    "iodepth=32\niodepth_batch=8\niodepth_batch_complete_min=4\nstonewall\n");
 	const struct probe_config *p = &c->probes[0];
 	struct fio_layout l;
 	char err[256];
@@ -229,10 +189,11 @@ static void test_honoured_keys_keep_fios_meaning(void **state)
 
 static void test_ignored_keys_load_with_one_notice_per_section(void **state)
 {
-	struct config *c = load_ok("[global]\ndescription=Emulation of a file server\n"
-				   "[j]\ndirectory=/data\ngtod_reduce=1\ngroup_reporting\nlat_percentiles=1\n"
-				   "write_bw_log=x\nkb_base=1000\nio_submit_mode=offload\nverify=0\n");
-	const struct config_error *n = find_notice(c, "[j]: fio keys accepted and ignored");
+	struct config *c =
+	    config_test_load_ok("[global]\ndescription=Emulation of a file server\n"
+				"[j]\ndirectory=/data\ngtod_reduce=1\ngroup_reporting\nlat_percentiles=1\n"
+				"write_bw_log=x\nkb_base=1000\nio_submit_mode=offload\nverify=0\n");
+	const struct config_error *n = config_test_find_notice(c, "[j]: fio keys accepted and ignored");
 
 	assert_non_null(n);
 	assert_int_equal(n->line, 3);
@@ -241,7 +202,7 @@ static void test_ignored_keys_load_with_one_notice_per_section(void **state)
 		   "gtod_reduce, group_reporting, lat_percentiles, write_bw_log, kb_base, io_submit_mode"));
 	/* verify=0 is a refused key's "off": accepted, not even ignored */
 	assert_null(strstr(n->message, "verify"));
-	assert_non_null(find_notice(
+	assert_non_null(config_test_find_notice(
 	    c, "[global]: fio keys accepted and ignored (they do not change what is measured): description"));
 	config_free(c);
 }
@@ -269,7 +230,7 @@ static void test_refused_keys_name_file_line_key_and_reason(void **state)
 	char msg[1024];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		unsigned line = load_fails(cases[i].text, msg, sizeof(msg));
+		unsigned line = config_test_load_fails(cases[i].text, msg, sizeof(msg));
 
 		if (line != cases[i].line || !strstr(msg, cases[i].want)) {
 			fail_msg("case %zu: got %u: %s, want %u: %s", i, line, msg, cases[i].line,
@@ -297,82 +258,43 @@ static void test_duplicate_keys_are_found_in_a_section_of_any_length(void **stat
 	}
 	assert_true(keys > 100);
 	snprintf(text + n, 65536 - n, "%s=2\n", last);
-	assert_int_equal(load_fails(text, msg, sizeof(msg)), lines + 1);
+	assert_int_equal(config_test_load_fails(text, msg, sizeof(msg)), lines + 1);
 	assert_non_null(strstr(msg, "duplicate key"));
 	assert_non_null(strstr(msg, last));
 	free(text);
 	/* one key under two of its names */
-	assert_int_equal(load_fails("[p]\ndirectory=/d\nbs=4k\nblocksize=8k\n", msg, sizeof(msg)), 4);
+	assert_int_equal(config_test_load_fails("[p]\ndirectory=/d\nbs=4k\nblocksize=8k\n", msg, sizeof(msg)),
+			 4);
 	assert_non_null(strstr(msg, "duplicate key 'blocksize' in [p]: first set on line 3"));
-}
-
-static void test_budget_keys_are_fitted_with_one_notice_each(void **state)
-{
-	struct config *c = load_ok("[global]\ndirectory=/data\n"
-				   "[long]\nruntime=180\nramp_time=15\ntime_based\n"
-				   "[loops]\nloops=5\n"
-				   "[count]\nnumber_ios=1000\n"
-				   "[late]\nstartdelay=30\nruntime=2s\n"
-				   "[fits]\nruntime=2s\nramp_time=1s\n");
-	const struct config_error *n;
-
-	/* loaded, nothing is fitted: --once runs the job as written */
-	assert_int_equal(c->probes[0].runtime_usec, 180000000);
-	assert_int_equal(c->probes[1].loops, 5);
-	assert_int_equal(config_fit_schedule(c), 0);
-
-	n = find_notice(c, "[long]: runtime=180s fitted to 1s per run every 10s");
-	assert_non_null(n);
-	assert_int_equal(n->line, 4);
-	n = find_notice(c, "[long]: ramp_time=15s fitted to none: a 1s run every 10s is measured whole");
-	assert_non_null(n);
-	assert_int_equal(n->line, 5);
-	assert_int_equal(c->probes[0].runtime_usec, 1000000);
-	assert_int_equal(c->probes[0].ramp_usec, 0);
-
-	assert_non_null(find_notice(c, "[loops]: loops=5 fitted to 1s per run every 10s"));
-	assert_int_equal(c->probes[1].loops, 1);
-	assert_true(c->probes[1].time_based);
-
-	assert_non_null(find_notice(
-	    c, "[count]: number_ios=1000 fitted: a run stops after 1000 I/Os per job or 1s, every 10s"));
-	assert_int_equal(c->probes[2].runtime_usec, 1000000);
-
-	assert_non_null(find_notice(c, "[late]: startdelay=30s fitted to the schedule"));
-	assert_int_equal(c->probes[3].startdelay_usec, 0);
-	assert_int_equal(c->probes[3].runtime_usec, 2000000);
-
-	/* a run that fits its interval is left as it is, without a notice */
-	assert_int_equal(c->probes[4].runtime_usec, 2000000);
-	assert_int_equal(c->probes[4].ramp_usec, 1000000);
-	assert_null(find_notice(c, "[fits]"));
-	config_free(c);
 }
 
 static void test_an_explicit_interval_is_not_fitted(void **state)
 {
 	char msg[512];
 
-	assert_int_equal(
-	    load_fails("[p]\ndirectory=/d\nruntime=8s\nramp_time=5s\ninterval=10s\n", msg, sizeof(msg)), 1);
+	assert_int_equal(config_test_load_fails("[p]\ndirectory=/d\nruntime=8s\nramp_time=5s\ninterval=10s\n",
+						msg, sizeof(msg)),
+			 1);
 	assert_non_null(strstr(msg, "ramp_time=5s plus runtime=8s is longer than interval=10s"));
 }
 
 static void test_filename_of_a_file_becomes_a_probe_file_with_a_notice(void **state)
 {
-	struct config *c = load_ok("[abs]\nfilename=/data/testfile\n"
-				   "[rel]\ndirectory=/srv\nfilename=sub/ssd.test.file\nnrfiles=2\n"
-				   "[dev]\nfilename=/dev/iopsd-test-missing-disk\n");
+	struct config *c =
+	    config_test_load_ok("[abs]\nfilename=/data/testfile\n"
+				"[rel]\ndirectory=/srv\nfilename=sub/ssd.test.file\nnrfiles=2\n"
+				"[dev]\nfilename=/dev/iopsd-test-missing-disk\n");
 	const struct config_error *n;
 
 	assert_string_equal(c->probes[0].directory, "/data");
 	assert_null(c->probes[0].filename);
-	n = find_notice(c, "[abs]: filename=/data/testfile is not a block device; iopsd writes only files of "
-			   "its own, so the probe uses /data/.iopsd/abs.dat");
+	n = config_test_find_notice(
+	    c, "[abs]: filename=/data/testfile is not a block device; iopsd writes only files of "
+	       "its own, so the probe uses /data/.iopsd/abs.dat");
 	assert_non_null(n);
 	assert_int_equal(n->line, 2);
 	assert_string_equal(c->probes[1].directory, "/srv/sub");
-	assert_non_null(find_notice(c, "/srv/sub/.iopsd/rel.0.dat to rel.1.dat"));
+	assert_non_null(config_test_find_notice(c, "/srv/sub/.iopsd/rel.0.dat to rel.1.dat"));
 	/* a /dev path that is not there yet is a disk still to appear */
 	assert_null(c->probes[2].directory);
 	assert_string_equal(c->probes[2].filename, "/dev/iopsd-test-missing-disk");
@@ -406,10 +328,11 @@ static void test_runbook_jobs_load_unchanged(void **state)
 		assert_int_equal(c->probes[0].numjobs, 16);
 		assert_int_equal(c->probes[0].loops, 5);
 		assert_int_equal(c->probes[0].size, 100 << 20);
-		assert_non_null(find_notice(c, "size=100m is per job in fio (16 jobs lay out 1600m in all); "
+		assert_non_null(
+		    config_test_find_notice(c, "size=100m is per job in fio (16 jobs lay out 1600m in all); "
 					       "iopsd's 16 jobs share the probe's 100m"));
 		assert_int_equal(config_fit_schedule(c), 0);
-		assert_non_null(find_notice(c, "loops=5 fitted to 1s per run every 10s"));
+		assert_non_null(config_test_find_notice(c, "loops=5 fitted to 1s per run every 10s"));
 		config_free(c);
 	}
 }
@@ -424,7 +347,6 @@ int main(void)
 	    cmocka_unit_test(test_ignored_keys_load_with_one_notice_per_section),
 	    cmocka_unit_test(test_refused_keys_name_file_line_key_and_reason),
 	    cmocka_unit_test(test_duplicate_keys_are_found_in_a_section_of_any_length),
-	    cmocka_unit_test(test_budget_keys_are_fitted_with_one_notice_each),
 	    cmocka_unit_test(test_an_explicit_interval_is_not_fitted),
 	    cmocka_unit_test(test_filename_of_a_file_becomes_a_probe_file_with_a_notice),
 	    cmocka_unit_test(test_runbook_jobs_load_unchanged),

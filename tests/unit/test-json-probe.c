@@ -1,5 +1,5 @@
 /* Probe results as JSON: fio's field names (the contract --once and
- * /api/v1/probes share), and the --once document and exit status. */
+ * /api/v1/probes share). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,6 @@
 
 #include "config.h"
 #include "json_probe.h"
-#include "once.h"
 
 static struct probe_result *sample_result(void)
 {
@@ -111,66 +110,11 @@ static void test_empty_op_has_no_percentiles_and_zero_min(void **state)
 	free(r);
 }
 
-static json_t *run_once(const char *conf, int *ret_status)
-{
-	struct config_errors errs = {0};
-	struct config *cfg = NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	json_t *doc;
-
-	assert_non_null(f);
-	assert_int_equal(config_load_string("once.conf", conf, &errs, &cfg), 0);
-	*ret_status = once_run(cfg, "/sys", f);
-	fclose(f);
-	config_free(cfg);
-	doc = json_loads(buf, 0, NULL);
-	assert_non_null(doc);
-	free(buf);
-	return doc;
-}
-
-static void test_once_prints_one_document_and_fails_on_any_failure(void **state)
-{
-	json_t *doc, *jobs, *job;
-	int status = -1;
-
-	/* one probe that cannot run: the document still comes, exit 1 */
-	doc = run_once("[missing]\n"
-		       "directory=/nonexistent-iopsd-unit-test\n"
-		       "rw=randread\n"
-		       "number_ios=1\n",
-		       &status);
-	assert_int_equal(status, 1);
-	jobs = json_object_get(doc, "jobs");
-	assert_int_equal(json_array_size(jobs), 1);
-	job = json_array_get(jobs, 0);
-	assert_string_equal(json_string_value(json_object_get(job, "jobname")), "missing");
-	assert_string_equal(json_string_value(json_object_get(job, "target")),
-			    "/nonexistent-iopsd-unit-test");
-	assert_true(json_is_false(json_object_get(job, "success")));
-	assert_int_equal(json_integer_value(json_object_get(job, "error")), ENOENT);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(job, "errors"), "enoent")), 1);
-	assert_non_null(strstr(json_string_value(json_object_get(job, "message")), "cannot open directory"));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(job, "job options"), "rw")),
-			    "randread");
-	assert_non_null(json_object_get(doc, "timestamp"));
-	json_decref(doc);
-
-	/* no probes: an empty list, success */
-	doc = run_once("[global]\nlisten_address=127.0.0.1:9\n", &status);
-	assert_int_equal(status, 0);
-	assert_int_equal(json_array_size(json_object_get(doc, "jobs")), 0);
-	json_decref(doc);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_result_uses_fio_field_names),
 	    cmocka_unit_test(test_empty_op_has_no_percentiles_and_zero_min),
-	    cmocka_unit_test(test_once_prints_one_document_and_fails_on_any_failure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -154,6 +154,26 @@ static void test_lists_hold_at_most_netaddr_list_max(void **state)
 	assert_int_equal(netaddr_parse_list(s, &l, NULL, 0), -E2BIG);
 }
 
+/* The one set of messages the command line, the config and the listener
+ * show after their own prefix. */
+static void test_list_errors_say_what_is_wrong(void **state)
+{
+	struct netaddr_list l;
+	char err[256];
+
+	assert_int_equal(netaddr_parse_list_explain("127.0.0.1:1, [::1]9477", &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'[::1]9477' is not HOST:PORT, [IPV6]:PORT or :PORT");
+	assert_int_equal(netaddr_parse_list_explain(" ", &l, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "no address given");
+	assert_int_equal(netaddr_parse_list_explain("127.0.0.1:1,", &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "an empty address in '127.0.0.1:1,'");
+	assert_int_equal(netaddr_parse_list_explain(":1,:2,:3,:4,:5,:6,:7,:8,:9", &l, err, sizeof(err)),
+			 -E2BIG);
+	assert_string_equal(err, "more than 8 addresses in ':1,:2,:3,:4,:5,:6,:7,:8,:9'");
+	assert_int_equal(netaddr_parse_list_explain("[::1]:9477", &l, err, sizeof(err)), 0);
+	assert_int_equal(l.n, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +182,7 @@ int main(void)
 	    cmocka_unit_test(test_socket_addresses_are_what_the_server_binds),
 	    cmocka_unit_test(test_lists_are_split_at_commas),
 	    cmocka_unit_test(test_lists_hold_at_most_netaddr_list_max),
+	    cmocka_unit_test(test_list_errors_say_what_is_wrong),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

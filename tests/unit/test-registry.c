@@ -1,5 +1,5 @@
 /* The registry: health judged from a snapshot, the publish hook, shared
- * probe copies, process_* parsing. */
+ * probe copies, the probe history. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,10 +12,10 @@
 
 #include "config.h"
 #include "history.h"
-#include "process_stats.h"
 #include "registry.h"
 #include "snapshot-fixture.h"
 #include "timeutil.h"
+#include "identity-fixture.h"
 
 static void test_healthy_while_sampler_and_probes_are_on_schedule(void **state)
 {
@@ -138,12 +138,13 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	struct registry *r = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
 	struct snapshot *a, *b, *c;
-	struct probe_identity *id;
+	struct probe_identity **ids, *id;
 
 	assert_non_null(res);
 	assert_int_equal(config_load_string("c.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		histogram_init(&res->op[op].lat);
 	}
@@ -158,11 +159,9 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	assert_ptr_equal(a->probes, b->probes);
 	assert_int_equal(b->probes[0].runs_total, 0);
 	/* a completed run: new copies, the older snapshots keep theirs */
-	id = registry_probe_identity(r, "seq");
-	assert_non_null(id);
+	id = ids[0];
 	assert_ptr_equal(id, a->probes[0].id);
 	registry_probe_done(r, id, res);
-	probe_identity_unref(id);
 	assert_int_equal(registry_publish(r), 0);
 	c = registry_acquire(r);
 	assert_ptr_not_equal(c->probes, b->probes);
@@ -176,6 +175,7 @@ static void test_publish_copies_the_probes_only_after_one_changed(void **state)
 	registry_free(r);
 	assert_string_equal(c->probes[0].name, "seq");
 	snapshot_unref(c);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
 	free(res);
 }
@@ -191,14 +191,15 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	struct history *h = NULL;
 	struct history_probe_point *pts = NULL;
 	struct probe_result *res = calloc(1, sizeof(*res));
-	struct probe_identity *id;
+	struct probe_identity **ids, *id;
 	size_t n = 0;
 
 	assert_non_null(res);
 	assert_int_equal(config_load_string("h.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(history_new(cfg, &h), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
 	registry_set_history(r, h);
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		histogram_init(&res->op[op].lat);
@@ -214,9 +215,8 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	res->op[PROBE_OP_WRITE].iops = 40;
 	res->success = true;
 	res->start_realtime_usec = 1700000000000000ULL;
-	id = registry_probe_identity(r, "mix");
+	id = ids[0];
 	registry_probe_done(r, id, res);
-	probe_identity_unref(id);
 	assert_int_equal(history_probe_query(h, "mix", 0, &pts, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(pts[0].realtime_usec, 1700000000000000ULL);
@@ -227,34 +227,8 @@ static void test_completed_runs_land_in_the_probe_history(void **state)
 	free(res);
 	registry_free(r);
 	history_free(h);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
-}
-
-static void test_process_stat_parses_odd_command_names(void **state)
-{
-	static const char stat[] =
-	    "4242 (io (psd) x) S 1 4242 4242 0 -1 4194560 1200 0 0 0 150 75 0 0 20 0 5 0 "
-	    "123456 314572800 3072 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0\n";
-	struct process_stats ps = {0};
-	uint64_t start;
-
-	assert_int_equal(process_stats_parse_stat(stat, 100, 4096, &ps, &start), 0);
-	assert_true(ps.cpu_seconds == 2.25);
-	assert_int_equal(ps.virtual_memory_bytes, 314572800);
-	assert_int_equal(ps.resident_memory_bytes, 3072 * 4096);
-	assert_int_equal(start, 123456);
-	assert_int_equal(process_stats_parse_stat("4242 (x) S 1 2", 100, 4096, &ps, NULL), -EINVAL);
-	assert_int_equal(process_stats_parse_stat("garbage", 100, 4096, &ps, NULL), -EINVAL);
-}
-
-static void test_btime_is_found_in_proc_stat(void **state)
-{
-	uint64_t btime = 0;
-
-	assert_int_equal(
-	    process_stats_parse_btime("cpu  1 2 3\nintr 5\nbtime 1699990000\nprocesses 9\n", &btime), 0);
-	assert_int_equal(btime, 1699990000);
-	assert_int_equal(process_stats_parse_btime("cpu 1\n", &btime), -ENOENT);
 }
 
 int main(void)
@@ -268,8 +242,6 @@ int main(void)
 	    cmocka_unit_test(test_publish_hands_each_snapshot_to_the_hook_before_serving_it),
 	    cmocka_unit_test(test_publish_copies_the_probes_only_after_one_changed),
 	    cmocka_unit_test(test_completed_runs_land_in_the_probe_history),
-	    cmocka_unit_test(test_process_stat_parses_odd_command_names),
-	    cmocka_unit_test(test_btime_is_found_in_proc_stat),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include "../../http/render_cache.c"
 
 #include "config.h"
+#include "identity-fixture.h"
 
 static char *gunzip(const char *gz, size_t len, size_t max)
 {
@@ -41,6 +42,7 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	struct config_errors errs = {0};
 	struct config *cfg = NULL;
 	struct registry *r = NULL;
+	struct probe_identity **ids;
 	struct render_cache *c = NULL;
 	struct render_cache_entry *e = NULL;
 	const char *data;
@@ -49,7 +51,12 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 
 	assert_int_equal(config_load_string("r.conf", conf, &errs, &cfg), 0);
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, cfg), 0);
+	ids = fixture_identities(cfg);
+	assert_int_equal(registry_set_probes(r, cfg, ids), 0);
+	/* what the daemon reads from /proc/self before each publish */
+	registry_set_process(
+	    r, &(struct process_stats){.available = true, .resident_memory_bytes = 1 << 20, .open_fds = 5},
+	    "host");
 	assert_int_equal(render_cache_new(r, &c), 0);
 	assert_int_equal(render_cache_acquire(c, &e), -ENODATA);
 
@@ -100,6 +107,7 @@ static void test_publish_prerenders_what_was_scraped_and_a_scrape_renders_the_re
 	assert_int_equal(e->snap->generation, 2);
 	assert_non_null(strstr(e->bodies[METRICS_FORMAT_OPENMETRICS].text, "# EOF\n"));
 	e = render_cache_entry_unref(e);
+	fixture_identities_free(ids, cfg->n_probes);
 	config_free(cfg);
 }
 

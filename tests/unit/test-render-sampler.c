@@ -23,6 +23,7 @@
 #include "render_prom.h"
 #include "sampler-env.h"
 #include "snapshot-fixture.h"
+#include "identity-fixture.h"
 
 static bool is_sampler_family(const char *name)
 {
@@ -69,6 +70,7 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 	struct sampler_env e;
 	struct sampler_snapshot *s0, *s1;
 	struct registry *r = NULL;
+	struct probe_identity **ids;
 	struct snapshot *snap;
 
 	sampler_env_setup(&e, "ec2-md-raid0", config_text);
@@ -77,7 +79,8 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 	s1 = sampler_env_sample(&e, 60);
 
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, e.cfg), 0);
+	ids = fixture_identities(e.cfg);
+	assert_int_equal(registry_set_probes(r, e.cfg, ids), 0);
 	registry_set_samples(r, s1);
 	assert_int_equal(registry_publish(r), 0);
 	snap = registry_acquire(r);
@@ -95,6 +98,7 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 	}
 	snapshot_unref(snap);
 	registry_free(r);
+	fixture_identities_free(ids, e.cfg->n_probes);
 	sampler_snapshot_unref(s0);
 	sampler_snapshot_unref(s1);
 	sampler_env_teardown(&e);
@@ -114,6 +118,7 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 {
 	struct sampler_env e;
 	struct registry *r = NULL;
+	struct probe_identity **ids;
 	struct sampler_snapshot *ss;
 	struct snapshot *snap;
 	char path[128];
@@ -121,11 +126,14 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 
 	sampler_env_setup(&e, "ec2-md-raid0", "[global]\n[later]\nrw=randread\ndirectory=/srv/later\n");
 	assert_int_equal(registry_new(&r), 0);
-	assert_int_equal(registry_set_probes(r, e.cfg), 0);
+	ids = fixture_identities(e.cfg);
+	assert_int_equal(registry_set_probes(r, e.cfg, ids), 0);
 	ss = sampler_env_sample(&e, 0);
 	registry_set_samples(r, ss);
 	sampler_snapshot_unref(ss);
-	registry_resolve_probe_devices(r, e.s);
+	/* as the daemon places them after each sample */
+	targets_place_identity(sampler_last_sample(e.s)->topology, ids[0]);
+	registry_update_devices(r);
 	assert_int_equal(registry_publish(r), 0);
 	snap = registry_acquire(r);
 	assert_string_equal(snap->probes[0].device, "xvda1");
@@ -138,7 +146,9 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 	ss = sampler_env_sample(&e, 61);
 	registry_set_samples(r, ss);
 	sampler_snapshot_unref(ss);
-	registry_resolve_probe_devices(r, e.s);
+	/* as the daemon places them after each sample */
+	targets_place_identity(sampler_last_sample(e.s)->topology, ids[0]);
+	registry_update_devices(r);
 	assert_int_equal(registry_publish(r), 0);
 	snap = registry_acquire(r);
 	assert_string_equal(snap->probes[0].device, "md0");
@@ -154,6 +164,7 @@ static void test_probe_device_follows_a_mount_on_its_target(void **state)
 	}
 	snapshot_unref(snap);
 	registry_free(r);
+	fixture_identities_free(ids, e.cfg->n_probes);
 	sampler_env_teardown(&e);
 }
 

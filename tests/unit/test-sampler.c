@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "sampler.h"
+#include "targets.h"
 #include "fileio.h"
 #include "macro.h"
 #include "sampler-env.h"
@@ -178,20 +179,22 @@ static void test_partitions_holding_a_configured_target_are_kept(void **state)
 	s = sampler_env_sample(&e, 0);
 	assert_names(s, "xvda,xvda1,xvdf,xvdg,nvme0n1,nvme0n1p1,md0,dm-0,loop1");
 	/* a partition's runs are serialised on its whole disk */
-	assert_int_equal(sampler_target_device(e.s, "/mnt/my disk/probe", name, &disk), 0);
+	assert_int_equal(targets_place(sampler_last_sample(e.s)->topology, "/mnt/my disk/probe", name, &disk),
+			 0);
 	assert_string_equal(name, "nvme0n1p1");
 	assert_true(disk == makedev(259, 0));
-	assert_int_equal(sampler_target_device(e.s, "/data", name, &disk), 0);
+	assert_int_equal(targets_place(sampler_last_sample(e.s)->topology, "/data", name, &disk), 0);
 	assert_string_equal(name, "md0");
 	assert_true(disk == makedev(9, 0));
-	assert_int_equal(sampler_target_device(e.s, "/dev/xvdf", name, &disk), 0);
+	assert_int_equal(targets_place(sampler_last_sample(e.s)->topology, "/dev/xvdf", name, &disk), 0);
 	assert_string_equal(name, "xvdf");
 	assert_true(disk == makedev(202, 80));
 	/* tmpfs has no device: its runs are serialised on the filesystem */
-	assert_int_equal(sampler_target_device(e.s, "/run/x", name, &disk), 0);
+	assert_int_equal(targets_place(sampler_last_sample(e.s)->topology, "/run/x", name, &disk), 0);
 	assert_string_equal(name, "");
 	assert_true(disk == makedev(0, 40));
-	assert_int_equal(sampler_target_device(e.s, "relative/x", name, &disk), -ENODEV);
+	assert_int_equal(targets_place(sampler_last_sample(e.s)->topology, "relative/x", name, &disk),
+			 -ENODEV);
 	sampler_snapshot_unref(s);
 	sampler_env_teardown(&e);
 }
@@ -237,6 +240,7 @@ static void test_reload_applies_the_new_filter(void **state)
 
 	assert_int_equal(config_load_string("new.conf", "[global]\ndevice_include=^md\n", &errs, &cfg), 0);
 	assert_int_equal(sampler_set_config(e.s, cfg), 0);
+	assert_int_equal(detect_set_config(e.d, cfg), 0);
 	config_free(e.cfg);
 	e.cfg = cfg;
 	s = sampler_env_sample(&e, 1);
@@ -252,12 +256,20 @@ static void test_bad_regex_is_refused(void **state)
 	struct sampler_env e;
 	struct config cfg;
 	struct sampler *s = NULL;
+	struct detect *d = NULL;
 
 	sampler_env_setup(&e, "ec2-md-raid0", NULL);
 	cfg = *e.cfg;
 	cfg.device_include = (char *)"(unclosed";
 	assert_int_equal(sampler_new(e.dir, e.sys, &cfg, &s), -EINVAL);
 	assert_int_equal(sampler_set_config(e.s, &cfg), -EINVAL);
+	assert_int_equal(sampler_set_config(e.s, e.cfg), 0);
+	/* [instance] devices= is the detection stage's */
+	cfg = *e.cfg;
+	cfg.instance.devices = (char *)"(unclosed";
+	assert_int_equal(detect_new(&cfg, &d), -EINVAL);
+	assert_int_equal(detect_set_config(e.d, &cfg), -EINVAL);
+	assert_int_equal(detect_set_config(e.d, e.cfg), 0);
 	sampler_env_teardown(&e);
 }
 

@@ -21,9 +21,11 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "identities.h"
 #include "sampler.h"
 #include "registry.h"
 #include "scheduler.h"
+#include "timeutil.h"
 
 #define MAX_RUNS 64
 
@@ -35,6 +37,7 @@ struct run_span {
 
 struct harness {
 	struct config *cfg;
+	struct identities ids; /* as the daemon builds them from the config */
 	struct registry *registry;
 	struct scheduler *sched;
 	int wake_fd;
@@ -67,10 +70,7 @@ static int teardown(void **state)
 
 static uint64_t mono_msec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return now_nsec(CLOCK_MONOTONIC) / NSEC_PER_MSEC;
 }
 
 /* A fixture procfs and sysfs that hold the scratch directory's device as
@@ -100,8 +100,8 @@ static void make_fixture(void)
 	assert_int_equal(mkdir(fixture_proc, 0755), 0);
 	assert_int_equal(mkdir(path, 0755), 0);
 	assert_int_equal(mkdir(fixture_sys, 0755), 0);
-	snprintf(line, sizeof(line), "%4u %7u scratchdisk 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", major(st.st_dev),
-		 minor(st.st_dev));
+	snprintf(line, sizeof(line), "%4u %7u scratchdisk 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 major(st.st_dev), minor(st.st_dev));
 	snprintf(path, sizeof(path), "%s/diskstats", fixture_proc);
 	write_text(path, major(st.st_dev) != 0 ? line : "");
 	/* no mount is visible, as in a chroot */
@@ -132,9 +132,9 @@ static void resolve_devices(struct harness *h)
 	assert_int_equal(stat(scratch, &st), 0);
 	assert_int_equal(sampler_new(fixture_proc, fixture_sys, h->cfg, &sampler), 0);
 	assert_int_equal(sampler_sample(sampler, &snap), 0);
-	registry_resolve_probe_devices(h->registry, sampler);
+	identities_place(&h->ids, sampler_last_sample(sampler)->topology);
 	for (size_t i = 0; i < h->cfg->n_probes; i++) {
-		struct probe_identity *id = registry_probe_identity(h->registry, h->cfg->probes[i].name);
+		struct probe_identity *id = probe_identity_ref(h->ids.ids[i]);
 		char device[DISKSTATS_NAME_MAX] = "";
 		dev_t disk = 0;
 		struct stat st_dir;
@@ -161,6 +161,14 @@ static void resolve_devices(struct harness *h)
 	sampler_free(sampler);
 }
 
+/* The scheduler's done callback, as the daemon's: into the registry. */
+static void harness_done(void *userdata, const struct probe_identity *id, const struct probe_result *res)
+{
+	struct harness *h = userdata;
+
+	registry_probe_done(h->registry, id, res);
+}
+
 static void harness_start(struct harness *h, const char *text)
 {
 	struct config_errors errs = {0};
@@ -179,11 +187,12 @@ static void harness_start(struct harness *h, const char *text)
 		free(conf);
 	}
 	assert_int_equal(registry_new(&h->registry), 0);
-	assert_int_equal(registry_set_probes(h->registry, h->cfg), 0);
+	assert_int_equal(identities_build(h->cfg, NULL, &h->ids), 0);
+	assert_int_equal(registry_set_probes(h->registry, h->cfg, h->ids.ids), 0);
 	resolve_devices(h);
 	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(h->wake_fd >= 0);
-	assert_int_equal(scheduler_new(h->registry, h->wake_fd, fixture_sys, &h->sched), 0);
+	assert_int_equal(scheduler_new(harness_done, h, h->wake_fd, fixture_sys, &h->sched), 0);
 }
 
 /* Collect every run reported during `msec`, as the main loop would. */
@@ -224,6 +233,7 @@ static void harness_stop(struct harness *h)
 	scheduler_free(h->sched);
 	close(h->wake_fd);
 	registry_free(h->registry);
+	identities_clear(&h->ids);
 	config_free(h->cfg);
 }
 
@@ -269,7 +279,7 @@ static void run_two_probes(struct harness *h, const char *extra)
 	assert_true(asprintf(&text, two_probes, extra) > 0);
 	harness_start(h, text);
 	free(text);
-	assert_int_equal(scheduler_start(h->sched, h->cfg), 0);
+	assert_int_equal(scheduler_start(h->sched, h->cfg, h->ids.ids), 0);
 	harness_collect(h, 1500);
 	scheduler_stop(h->sched);
 	skip_without_direct_io(h);
@@ -310,7 +320,7 @@ static void test_stop_is_immediate_during_a_run(void **state)
 	uint64_t t0, took;
 
 	harness_start(&h, "runtime=5s\ninterval=10s\nrate_iops=50\n[long]\nrw=randread\n");
-	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	assert_int_equal(scheduler_start(h.sched, h.cfg, h.ids.ids), 0);
 	nanosleep(&ts, NULL);
 	t0 = mono_msec();
 	scheduler_stop(h.sched);
@@ -323,7 +333,7 @@ static void test_stop_is_immediate_during_a_run(void **state)
 	assert_int_equal(s->probes[0].runs_total, 0);
 	snapshot_unref(s);
 	/* and it can start again (a reload) */
-	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	assert_int_equal(scheduler_start(h.sched, h.cfg, h.ids.ids), 0);
 	harness_stop(&h);
 }
 
@@ -347,7 +357,7 @@ static void test_gate_holds_runs_until_it_opens(void **state)
 
 	harness_start(&h, "runtime=100ms\ninterval=1s\n[gated]\nrw=randread\n");
 	scheduler_set_gate(h.sched, gate, &g);
-	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	assert_int_equal(scheduler_start(h.sched, h.cfg, h.ids.ids), 0);
 	harness_collect(&h, 600);
 	scheduler_stop(h.sched);
 	skip_without_direct_io(&h);
@@ -359,7 +369,7 @@ static void test_gate_holds_runs_until_it_opens(void **state)
 	g = (struct gate_state){.hold = 1000000};
 	harness_start(&h, "runtime=100ms\ninterval=200ms\n[gated]\nrw=randread\n");
 	scheduler_set_gate(h.sched, gate, &g);
-	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	assert_int_equal(scheduler_start(h.sched, h.cfg, h.ids.ids), 0);
 	harness_collect(&h, 700);
 	scheduler_stop(h.sched);
 	assert_true(g.calls > 10);
@@ -373,7 +383,7 @@ static void test_failing_probe_is_reported_and_keeps_its_schedule(void **state)
 
 	harness_start(
 	    &h, "runtime=100ms\ninterval=200ms\n[gone]\nrw=randread\ndirectory=/nonexistent-iopsd-sched\n");
-	assert_int_equal(scheduler_start(h.sched, h.cfg), 0);
+	assert_int_equal(scheduler_start(h.sched, h.cfg, h.ids.ids), 0);
 	harness_collect(&h, 700);
 	scheduler_stop(h.sched);
 	assert_true(h.n_runs[0] >= 3);

@@ -10,7 +10,8 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+# the QEMU harness is the VM lab's (contrib/lab/iopsdvm.py), shared with it
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "contrib", "lab"))
 from iopsdvm import VM, Disk, Image, VMError  # noqa: E402
 
 

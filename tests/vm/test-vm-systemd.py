@@ -31,7 +31,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+# the QEMU harness is the VM lab's (contrib/lab/iopsdvm.py), shared with it
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "contrib", "lab"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "integration"))
 from iopsdtest import HttpClient  # noqa: E402
 from iopsdvm import GUEST_ADDR, VM, Disk, Image, VMError  # noqa: E402

@@ -1,0 +1,112 @@
+/* Checks across the whole file: memory the configuration makes the daemon
+ * allocate, runs that must fit their interval, [instance] and burst keys. */
+#include "parser.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+/* Checks across the whole file, after every section is known. */
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (double)(1ULL << 20);
+}
+
+/* Bounds on what a configuration makes the daemon allocate. */
+static void check_memory_limits(struct parser *p)
+{
+	struct config *c = p->cfg;
+	uint64_t interval = c->sample_interval_usec ? c->sample_interval_usec : USEC_PER_SEC;
+	uint64_t ring = (c->history_usec + interval - 1) / interval * CONFIG_HISTORY_BYTES_PER_SAMPLE;
+	uint64_t buffers = 0;
+	char a[32], b[32];
+
+	if (ring > c->max_history_memory) {
+		parser_error(p, p->history_line,
+			     "history=%s at sample_interval=%s needs %.1f MiB per device, more than "
+			     "max_history_memory=%.1f MiB",
+			     format_duration(a, sizeof(a), c->history_usec),
+			     format_duration(b, sizeof(b), interval), mib(ring), mib(c->max_history_memory));
+	}
+	for (size_t i = 0; i < c->n_probes; i++) {
+		const struct probe_config *pc = &c->probes[i];
+
+		/* every job holds iodepth buffers of bs bytes while it runs */
+		buffers += pc->bs * pc->iodepth * pc->numjobs;
+		if (buffers > c->max_probe_memory) {
+			parser_error(
+			    p, pc->line,
+			    "[%s]: the probes up to here need %.1f MiB of I/O buffers (bs * iodepth * "
+			    "numjobs, summed), more than max_probe_memory=%.1f MiB",
+			    pc->name, mib(buffers), mib(c->max_probe_memory));
+			break;
+		}
+	}
+}
+
+/* A probe that sets interval= itself must fit its run into it; one that
+ * takes probe_interval's is fitted to it later (config_fit_schedule). */
+static void check_interval(struct parser *p, const struct probe_config *pc)
+{
+	char a[32], b[32];
+
+	if (pc->lines.interval == 0 || pc->runtime_usec + pc->ramp_usec <= pc->interval_usec) {
+		return;
+	}
+	if (pc->ramp_usec) {
+		char c[32];
+
+		parser_error(p, pc->line,
+			     "[%s]: ramp_time=%s plus runtime=%s is longer than interval=%s: a probe must "
+			     "finish before its next run",
+			     pc->name, format_duration(c, sizeof(c), pc->ramp_usec),
+			     format_duration(a, sizeof(a), pc->runtime_usec),
+			     format_duration(b, sizeof(b), pc->interval_usec));
+		return;
+	}
+	parser_error(p, pc->line,
+		     "[%s]: runtime=%s is longer than interval=%s: a probe must finish before its next run",
+		     pc->name, format_duration(a, sizeof(a), pc->runtime_usec),
+		     format_duration(b, sizeof(b), pc->interval_usec));
+}
+
+void config_checks_run(struct parser *p)
+{
+	struct config *c = p->cfg;
+
+	check_memory_limits(p);
+	for (size_t i = 0; i < c->n_probes; i++) {
+		struct probe_config *pc = &c->probes[i];
+
+		if (pc->interval_usec == 0) {
+			pc->interval_usec = c->probe_interval_usec;
+		}
+		check_interval(p, pc);
+	}
+	if (c->instance.is_declared && !c->instance.iops_limit && !c->instance.throughput_limit) {
+		parser_error(
+		    p, c->instance.line,
+		    "[instance] needs iops_limit or throughput_limit: the limits of the machine over all "
+		    "its volumes");
+	}
+	for (size_t i = 0; i < c->n_devices; i++) {
+		struct device_config *dc = &c->devices[i];
+		bool any = dc->burst_iops || dc->burst_credits || dc->credit_rate > 0;
+		bool all = dc->burst_iops && dc->burst_credits && dc->credit_rate > 0;
+
+		if (any && !all) {
+			parser_error(
+			    p, dc->line,
+			    "[device %s]: burst_iops, burst_credits and credit_rate go together: set "
+			    "all three or none",
+			    dc->name);
+		}
+		if (dc->ceiling_threshold == 0.0) {
+			dc->ceiling_threshold = c->ceiling_threshold;
+		}
+	}
+}

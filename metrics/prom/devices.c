@@ -1,0 +1,437 @@
+/* /metrics: the per-device families (diskstats counters, iostat -x rates,
+ * ceilings, bursts, md health), a table of {name, type, help, emitter}. */
+#include "prom.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "macro.h"
+#include "sampler.h"
+
+/* ---- devices ---- */
+
+struct device_family;
+typedef void (*device_emit_fn)(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d);
+
+/* One figure of struct device_rates, exported with label op=`op` (no label
+ * when op is ""), for devices whose diskstats have at least min_fields. */
+struct rate_column {
+	const char *op;
+	size_t offset;
+	unsigned min_fields;
+};
+
+struct device_family {
+	const char *name;
+	enum family_type type;
+	const char *help;
+	device_emit_fn emit;
+	/* emit_raw: a uint64_t of struct diskstats_raw, times mult / div;
+	 * emit_ceiling_*: a field of struct device_ceiling */
+	size_t offset;
+	uint64_t mult, div;
+	unsigned min_fields; /* 18: discard fields, 20: flush fields */
+	/* derived figures: a list ending with op == NULL */
+	const struct rate_column *columns;
+};
+
+#define RAW(field) offsetof(struct diskstats_raw, field)
+#define RATE(op, field, min_fields)                                                                          \
+	{                                                                                                    \
+		op, offsetof(struct device_rates, field), min_fields                                         \
+	}
+
+static const struct rate_column iops_columns[] = {
+    RATE("read", read_iops, 0),
+    RATE("write", write_iops, 0),
+    RATE("discard", discard_iops, 18),
+    RATE("flush", flush_iops, 20),
+    {NULL, 0, 0},
+};
+static const struct rate_column throughput_columns[] = {
+    RATE("read", read_bytes_per_sec, 0),
+    RATE("write", write_bytes_per_sec, 0),
+    RATE("discard", discard_bytes_per_sec, 18),
+    {NULL, 0, 0},
+};
+static const struct rate_column merges_columns[] = {
+    RATE("read", read_merges_per_sec, 0),
+    RATE("write", write_merges_per_sec, 0),
+    {NULL, 0, 0},
+};
+static const struct rate_column await_columns[] = {
+    RATE("read", read_await_sec, 0),
+    RATE("write", write_await_sec, 0),
+    RATE("discard", discard_await_sec, 18),
+    RATE("flush", flush_await_sec, 20),
+    {NULL, 0, 0},
+};
+static const struct rate_column queue_depth_column[] = {RATE("", queue_depth, 0), {NULL, 0, 0}};
+static const struct rate_column utilization_column[] = {RATE("", utilization, 0), {NULL, 0, 0}};
+
+static void emit_raw(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	struct prom_label l = {"device", d->raw.name};
+	uint64_t v;
+
+	if (d->raw.n_fields < f->min_fields) {
+		return;
+	}
+	memcpy(&v, (const char *)&d->raw + f->offset, sizeof(v));
+	if (f->div > 1) {
+		prom_sample(w, f->name, &l, 1, (double)v * (double)f->mult / (double)f->div);
+	} else {
+		prom_sample_u64(w, f->name, &l, 1, v * f->mult);
+	}
+}
+
+static void sample_device_op(struct prom_writer *w, const char *name, const struct device_state *d,
+			     const char *label, const char *op, double v)
+{
+	struct prom_label l[2] = {{"device", d->raw.name}, {label, op}};
+
+	prom_sample(w, name, l, op[0] ? 2 : 1, v);
+}
+
+static void sample_device(struct prom_writer *w, const char *name, const struct device_state *d, double v)
+{
+	sample_device_op(w, name, d, "", "", v);
+}
+
+static void emit_rates(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	if (!d->rates.valid) {
+		return;
+	}
+	for (const struct rate_column *c = f->columns; c->op; c++) {
+		double v;
+
+		if (d->raw.n_fields < c->min_fields) {
+			continue;
+		}
+		memcpy(&v, (const char *)&d->rates + c->offset, sizeof(v));
+		sample_device_op(w, f->name, d, "op", c->op, v);
+	}
+}
+
+static void emit_member_utilization(struct prom_writer *w, const struct device_family *f,
+				    const struct device_state *d)
+{
+	if (d->has_member_rates && d->member_rates.valid) {
+		sample_device(w, f->name, d, d->member_rates.utilization);
+	}
+}
+
+/* volume_id only where there is one: an absent label is an empty one to
+ * PromQL, and the series of other devices stay as they were. */
+static void emit_info(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	const struct device_topology *t = &d->topo;
+	bool has_volume_id = t->volume_id && t->volume_id[0];
+	struct prom_label l[] = {
+	    {"device", d->raw.name},
+	    {"kind", device_kind_to_string(t->kind)},
+	    {"members", t->members ? t->members : ""},
+	    {"mountpoint", t->mountpoints ? t->mountpoints : ""},
+	    {"volume_id", has_volume_id ? t->volume_id : ""},
+	};
+
+	prom_sample(w, f->name, l, ELEMENTSOF(l) - (has_volume_id ? 0 : 1), 1);
+}
+
+static void emit_size(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	struct prom_label l = {"device", d->raw.name};
+
+	if (d->topo.size_bytes > 0) {
+		prom_sample_u64(w, f->name, &l, 1, d->topo.size_bytes);
+	}
+}
+
+#define CEILING(field) .offset = offsetof(struct device_ceiling, field)
+
+/* A declared limit (uint64_t), when there is one. */
+static void emit_ceiling_limit(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	struct prom_label l = {"device", d->raw.name};
+	uint64_t v;
+
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	if (v > 0) {
+		prom_sample_u64(w, f->name, &l, 1, v);
+	}
+}
+
+/* A double figure, always. */
+static void emit_ceiling_gauge(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	double v;
+
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v);
+}
+
+/* A bool, as 1 or 0. */
+static void emit_ceiling_flag(struct prom_writer *w, const struct device_family *f,
+			      const struct device_state *d)
+{
+	bool v;
+
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v ? 1 : 0);
+}
+
+static void emit_limit_ratio(struct prom_writer *w, const struct device_family *f,
+			     const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "iops", c->iops_limit_ratio);
+	}
+	if (c->throughput_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "throughput", c->throughput_limit_ratio);
+	}
+}
+
+/* The ceiling found over the limit declared, where there are both (a burst
+ * model's limit of the moment does not count). */
+static void emit_ceiling_limit_ratio(struct prom_writer *w, const struct device_family *f,
+				     const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->iops_ceiling_limit_ratio > 0) {
+		sample_device_op(w, f->name, d, "resource", "iops", c->iops_ceiling_limit_ratio);
+	}
+	if (c->throughput_ceiling_limit_ratio > 0) {
+		sample_device_op(w, f->name, d, "resource", "throughput", c->throughput_ceiling_limit_ratio);
+	}
+}
+
+static void emit_at_ceiling(struct prom_writer *w, const struct device_family *f,
+			    const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "iops", c->at_ceiling_iops_seconds);
+	}
+	if (c->throughput_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "throughput", c->at_ceiling_throughput_seconds);
+	}
+}
+
+static void emit_burst_balance(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	if (d->ceiling.has_burst_model) {
+		sample_device(w, f->name, d, d->ceiling.burst_balance_ratio);
+	}
+}
+
+/* A figure of the burst bucket iopsd learned, once it saw one run out. */
+static void emit_learned_burst(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	double v;
+
+	if (!d->ceiling.has_learned_burst) {
+		return;
+	}
+	memcpy(&v, (const char *)&d->ceiling + f->offset, sizeof(v));
+	sample_device(w, f->name, d, v);
+}
+
+static void emit_burst_exhausted(struct prom_writer *w, const struct device_family *f,
+				 const struct device_state *d)
+{
+	if (d->ceiling.has_learned_burst && d->ceiling.burst_exhausted_realtime_usec > 0) {
+		sample_device(w, f->name, d,
+			      (double)d->ceiling.burst_exhausted_realtime_usec / (double)USEC_PER_SEC);
+	}
+}
+
+/* md/dm: one series per member, 1 while it holds the array. */
+static void emit_held_by(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	char member[DISKSTATS_NAME_MAX];
+	unsigned k = 0;
+
+	if (d->topo.kind != DEVICE_KIND_MD && d->topo.kind != DEVICE_KIND_DM) {
+		return;
+	}
+	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
+	     k++) {
+		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
+
+		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->ceiling.held_by_mask >> k) & 1 ? 1 : 0);
+	}
+}
+
+static void emit_md_degraded(struct prom_writer *w, const struct device_family *f,
+			     const struct device_state *d)
+{
+	if (d->md.is_known) {
+		sample_device(w, f->name, d, d->md.degraded);
+	}
+}
+
+/* md: one series per member, 1 once md marked it faulty. */
+static void emit_member_failed(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	char member[DISKSTATS_NAME_MAX];
+	unsigned k = 0;
+
+	if (!d->md.is_known) {
+		return;
+	}
+	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
+	     k++) {
+		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
+
+		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->md.failed_mask >> k) & 1 ? 1 : 0);
+	}
+}
+
+static const struct device_family device_families[] = {
+    {"iopsd_device_info", FAMILY_GAUGE,
+     "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where "
+     "its serial is an EBS volume id, volume_id.",
+     emit_info},
+    {"iopsd_device_size_bytes", FAMILY_GAUGE, "Size of the device in bytes.", emit_size},
+    /* /proc/diskstats, named after node_exporter's node_disk_* */
+    {"iopsd_device_reads_completed_total", FAMILY_COUNTER, "Reads completed (diskstats field 1).", emit_raw,
+     RAW(reads), 1, 1, 0},
+    {"iopsd_device_reads_merged_total", FAMILY_COUNTER,
+     "Adjacent reads merged before issue (diskstats field 2).", emit_raw, RAW(reads_merged), 1, 1, 0},
+    {"iopsd_device_read_bytes_total", FAMILY_COUNTER, "Bytes read (diskstats field 3, 512-byte sectors).",
+     emit_raw, RAW(read_sectors), 512, 1, 0},
+    {"iopsd_device_read_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all reads (diskstats field 4).", emit_raw, RAW(read_ms), 1, 1000, 0},
+    {"iopsd_device_writes_completed_total", FAMILY_COUNTER, "Writes completed (diskstats field 5).", emit_raw,
+     RAW(writes), 1, 1, 0},
+    {"iopsd_device_writes_merged_total", FAMILY_COUNTER,
+     "Adjacent writes merged before issue (diskstats field 6).", emit_raw, RAW(writes_merged), 1, 1, 0},
+    {"iopsd_device_written_bytes_total", FAMILY_COUNTER,
+     "Bytes written (diskstats field 7, 512-byte sectors).", emit_raw, RAW(write_sectors), 512, 1, 0},
+    {"iopsd_device_write_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all writes (diskstats field 8).", emit_raw, RAW(write_ms), 1, 1000, 0},
+    {"iopsd_device_io_now", FAMILY_GAUGE, "I/Os in flight when the sample was taken (diskstats field 9).",
+     emit_raw, RAW(in_flight), 1, 1, 0},
+    {"iopsd_device_io_time_seconds_total", FAMILY_COUNTER,
+     "Seconds the device had I/O in flight (diskstats field 10).", emit_raw, RAW(io_ms), 1, 1000, 0},
+    {"iopsd_device_io_time_weighted_seconds_total", FAMILY_COUNTER,
+     "Seconds spent doing I/O weighted by the number in flight (diskstats field 11).", emit_raw,
+     RAW(weighted_ms), 1, 1000, 0},
+    {"iopsd_device_discards_completed_total", FAMILY_COUNTER, "Discards completed (diskstats field 12).",
+     emit_raw, RAW(discards), 1, 1, 18},
+    {"iopsd_device_discards_merged_total", FAMILY_COUNTER,
+     "Adjacent discards merged before issue (diskstats field 13).", emit_raw, RAW(discards_merged), 1, 1, 18},
+    {"iopsd_device_discarded_bytes_total", FAMILY_COUNTER,
+     "Bytes discarded (diskstats field 14, 512-byte sectors).", emit_raw, RAW(discard_sectors), 512, 1, 18},
+    {"iopsd_device_discard_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all discards (diskstats field 15).", emit_raw, RAW(discard_ms), 1, 1000, 18},
+    {"iopsd_device_flush_requests_total", FAMILY_COUNTER, "Flush requests completed (diskstats field 16).",
+     emit_raw, RAW(flushes), 1, 1, 20},
+    {"iopsd_device_flush_requests_time_seconds_total", FAMILY_COUNTER,
+     "Seconds spent by all flush requests (diskstats field 17).", emit_raw, RAW(flush_ms), 1, 1000, 20},
+    /* iostat -x over the last sample interval */
+    {"iopsd_device_iops", FAMILY_GAUGE,
+     "Completed I/O operations per second over the last sample interval (iostat r/s, w/s, d/s, f/s).",
+     emit_rates, .columns = iops_columns},
+    {"iopsd_device_throughput_bytes_per_second", FAMILY_GAUGE,
+     "Bytes per second over the last sample interval (iostat rkB/s, wkB/s, dkB/s in bytes).", emit_rates,
+     .columns = throughput_columns},
+    {"iopsd_device_merges_per_second", FAMILY_GAUGE,
+     "Requests merged per second over the last sample interval (iostat rrqm/s, wrqm/s).", emit_rates,
+     .columns = merges_columns},
+    {"iopsd_device_await_seconds", FAMILY_GAUGE,
+     "Average time from issue to completion of the requests completed in the last sample interval (iostat "
+     "r_await, w_await, in seconds).",
+     emit_rates, .columns = await_columns},
+    {"iopsd_device_queue_depth", FAMILY_GAUGE,
+     "Average number of requests in flight over the last sample interval (iostat aqu-sz).", emit_rates,
+     .columns = queue_depth_column},
+    {"iopsd_device_utilization_ratio", FAMILY_GAUGE,
+     "Fraction of the last sample interval the device had I/O in flight (iostat %util / 100).", emit_rates,
+     .columns = utilization_column},
+    {"iopsd_device_member_utilization_ratio", FAMILY_GAUGE,
+     "md/dm devices: the highest utilization among the members over the last sample interval.",
+     emit_member_utilization},
+    /* ceilings */
+    {"iopsd_device_iops_limit", FAMILY_GAUGE, "Declared IOPS limit of the device (iops_limit).",
+     emit_ceiling_limit, CEILING(iops_limit)},
+    {"iopsd_device_throughput_limit_bytes", FAMILY_GAUGE,
+     "Declared throughput limit of the device in bytes per second (throughput_limit).", emit_ceiling_limit,
+     CEILING(throughput_limit)},
+    {"iopsd_device_limit_ratio", FAMILY_GAUGE,
+     "Observed rate over the declared limit in the last sample interval.", emit_limit_ratio},
+    {"iopsd_device_at_ceiling_seconds_total", FAMILY_COUNTER,
+     "Seconds the device ran at its declared limit (ratio at or above ceiling_threshold).", emit_at_ceiling},
+    {"iopsd_device_burst_balance_ratio", FAMILY_GAUGE,
+     "Modelled burst credit balance, 0 (empty) to 1 (full), for devices with a burst model (declared, or "
+     "learned from a burst seen to run out).",
+     emit_burst_balance},
+    {"iopsd_device_burst_iops_estimate", FAMILY_GAUGE,
+     "IOPS of the last burst iopsd saw run out under the same demand (learned, declared model or not).",
+     emit_learned_burst, CEILING(burst_iops_estimate)},
+    {"iopsd_device_burst_base_iops_estimate", FAMILY_GAUGE,
+     "IOPS the device settled to when that burst ran out: its base rate, at which credits come back.",
+     emit_learned_burst, CEILING(burst_base_iops_estimate)},
+    {"iopsd_device_burst_credits_estimate", FAMILY_GAUGE,
+     "Size of the learned burst bucket in I/Os over the base: (burst - base) x the burst's length.",
+     emit_learned_burst, CEILING(burst_credits_estimate)},
+    {"iopsd_device_burst_duration_seconds", FAMILY_GAUGE,
+     "How long the last burst lasted, from the start of the demand to running out.", emit_learned_burst,
+     CEILING(burst_duration_seconds)},
+    {"iopsd_device_burst_exhausted_timestamp_seconds", FAMILY_GAUGE,
+     "When the last burst ran out, seconds since the epoch.", emit_burst_exhausted},
+    {"iopsd_device_throttled", FAMILY_GAUGE,
+     "1 while the device is held at a ceiling (limit reached, or IOPS flat while latency and queue grow), "
+     "else 0.",
+     emit_ceiling_flag, CEILING(is_throttled)},
+    {"iopsd_device_held_by", FAMILY_GAUGE,
+     "md/dm devices: 1 while the member is throttled and so holds the array to its pace (the array is "
+     "throttled then too), else 0.",
+     emit_held_by},
+    {"iopsd_device_md_degraded", FAMILY_GAUGE,
+     "md arrays: members the array runs without, missing or failed (md's degraded; on RAID0 and linear the "
+     "failed members, at least 1 once the array is broken).",
+     emit_md_degraded},
+    {"iopsd_device_member_failed", FAMILY_GAUGE, "md arrays: 1 for a member md marked faulty, else 0.",
+     emit_member_failed},
+    {"iopsd_device_saturated", FAMILY_GAUGE,
+     "1 while the device is saturated (busy all the time with a growing queue), else 0.", emit_ceiling_flag,
+     CEILING(is_saturated)},
+    {"iopsd_device_iops_ceiling_estimate", FAMILY_GAUGE,
+     "IOPS at which the device was seen to hit a ceiling; 0 when none was detected.", emit_ceiling_gauge,
+     CEILING(iops_ceiling_estimate)},
+    {"iopsd_device_throughput_ceiling_estimate_bytes_per_second", FAMILY_GAUGE,
+     "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was "
+     "detected.",
+     emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
+    {"iopsd_device_ceiling_limit_ratio", FAMILY_GAUGE,
+     "The ceiling iopsd found over the declared limit: about 1 when the volume delivers what was "
+     "provisioned, well below 1 when a lower ceiling holds it.",
+     emit_ceiling_limit_ratio},
+};
+
+void prom_render_devices(struct prom_writer *w, const struct sampler_snapshot *ss)
+{
+	if (!ss) {
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(device_families); i++) {
+		const struct device_family *f = &device_families[i];
+
+		prom_family(w, f->name, f->type, f->help);
+		for (size_t j = 0; j < ss->n_devices; j++) {
+			f->emit(w, f, &ss->devices[j]);
+		}
+	}
+}

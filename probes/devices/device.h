@@ -1,0 +1,95 @@
+/* Devices as the daemon sees them: kinds, topology (from sysfs and
+ * mountinfo), the ceiling state the detection stage fills in, and the
+ * [instance] sum. Plain types, shared by the sampler, the detectors and the
+ * renderers. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diskstats.h"
+
+enum device_kind {
+	DEVICE_KIND_DISK,
+	DEVICE_KIND_PARTITION,
+	DEVICE_KIND_MD,
+	DEVICE_KIND_DM,
+	DEVICE_KIND_LOOP,
+	_DEVICE_KIND_MAX,
+};
+const char *device_kind_to_string(enum device_kind k);
+
+#define DEVICE_MAX_MEMBERS 64
+
+/* Walk a comma-separated list of device names ("xvdf,xvdg"): copy the first
+ * name of `list` into ret (DISKSTATS_NAME_MAX bytes, truncated) and return
+ * the rest of the list, or NULL when `list` is NULL or empty. */
+const char *device_list_next(const char *list, char *ret);
+
+/* Strings are never NULL in a sampler snapshot ("" when unknown): they
+ * point into the snapshot's shared topology (sampler_snapshot.topology),
+ * which owns them. */
+struct device_topology {
+	enum device_kind kind;
+	char parent[DISKSTATS_NAME_MAX]; /* whole disk of a partition, "" otherwise */
+	char *members;			 /* "xvdf,xvdg" for md/dm (sysfs slaves/), "" otherwise */
+	char *mountpoints;		 /* "/data,/srv", "" when unmounted */
+	char *model;			 /* "" when sysfs has none */
+	unsigned logical_block_size;	 /* bytes; 0 when unknown. Sectors in diskstats are
+					  * always 512 bytes regardless. */
+	bool is_rotational;
+	uint64_t size_bytes;
+	/* extensions (sampler) */
+	char *physical_members; /* members resolved through partitions and nested
+				 * md/dm down to whole disks: "xvdf,xvdg"; for a
+				 * partition its disk; "" for a plain disk */
+	char *dm_name;		/* device-mapper name ("vg0-data") for dm, "" otherwise */
+	char *raid_level;	/* md level ("raid0"), "" otherwise */
+	unsigned n_members;	/* entries in members */
+	char *volume_id;	/* the volume id an EBS-style serial spells
+				 * ("vol0123..." -> "vol-0123..."; a partition has
+				 * its disk's), "" otherwise */
+};
+
+/* Ceiling and limit state of a device (filled by the detection stage, probes/detect/). */
+struct device_ceiling {
+	uint64_t iops_limit;	   /* declared, 0 = none */
+	uint64_t throughput_limit; /* declared bytes/s, 0 = none */
+	double iops_limit_ratio;   /* observed / limit over the last interval, NAN when no limit */
+	double throughput_limit_ratio;
+	double at_ceiling_iops_seconds; /* counter */
+	double at_ceiling_throughput_seconds;
+	bool is_at_limit;			/* this interval: IOPS or throughput at ceiling_threshold
+						 * of its declared limit or above */
+	bool has_burst_model;			/* declared, or learned (below) */
+	double burst_balance_ratio;		/* 0..1 */
+	bool has_learned_burst;			/* a burst was seen to run out (probes/burst.h) */
+	double burst_iops_estimate;		/* its rate */
+	double burst_base_iops_estimate;	/* the level it settled to */
+	double burst_credits_estimate;		/* bucket size: (rate - base) x length */
+	double burst_duration_seconds;		/* length of the last burst */
+	uint64_t burst_exhausted_realtime_usec; /* when it ran out, 0 when unknown */
+	bool is_throttled;			/* its own plateau, or held by a member (below) */
+	uint64_t held_by_mask;			/* md/dm: bit k set while the k-th name of topo.members
+						 * is throttled (or itself held), which holds the array:
+						 * a stripe runs at the pace of its slowest member */
+	bool is_saturated;
+	double iops_ceiling_estimate; /* 0 = none detected yet */
+	double throughput_ceiling_estimate;
+	double iops_ceiling_limit_ratio; /* the estimate over the declared iops_limit (not a burst
+					  * model's): 0 without both */
+	double throughput_ceiling_limit_ratio;
+};
+
+/* The machine's volumes together against the [instance] limits. */
+struct instance_state {
+	bool is_declared;
+	uint64_t iops_limit, throughput_limit; /* 0 = not declared */
+	char *devices;			       /* the volumes counted, "vda,vdb"; owned by the snapshot */
+	double iops, bytes_per_sec;	       /* their sum over the last interval */
+	double iops_limit_ratio;	       /* NAN without a limit or a valid interval */
+	double throughput_limit_ratio;
+	double at_ceiling_iops_seconds; /* counters, as a device's */
+	double at_ceiling_throughput_seconds;
+	bool is_at_limit;
+};

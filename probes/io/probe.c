@@ -1,0 +1,276 @@
+/* The probe's public API (probe.h): start, cancel, wait for and free a
+ * run, the one-shot probe_run(), and the pure I/O maths the engine and the
+ * tests share. A run has a run thread (run.c) and one thread per job
+ * (job.c); the caller of probe_wait() only waits on a condition variable
+ * with a deadline, so it never blocks longer than the run's budget,
+ * whatever the device does. */
+#include "probe-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "fileio.h"
+#include "iogen.h"
+#include "probefile.h"
+#include "errstr.h"
+#include "refcount.h"
+#include "splitmix.h"
+#include "timeutil.h"
+
+uint64_t probe_rng_next(uint64_t *state)
+{
+	return splitmix64_next(state);
+}
+
+uint64_t probe_rng_below(uint64_t *rng, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)probe_rng_next(rng) * n) >> 64);
+}
+
+bool probe_rwmix_is_read(uint64_t *rng, unsigned rwmixread)
+{
+	if (rwmixread >= 100) {
+		return true;
+	}
+	return probe_rng_below(rng, 100) < rwmixread;
+}
+
+uint64_t probe_random_offset(uint64_t *rng, uint64_t start, uint64_t len, uint64_t bs)
+{
+	return start + probe_rng_below(rng, len / bs) * bs;
+}
+
+uint64_t probe_sequential_offset(uint64_t *cursor, uint64_t start, uint64_t len, uint64_t bs)
+{
+	uint64_t off;
+
+	if (*cursor + bs > len) {
+		*cursor = 0;
+	}
+	off = start + *cursor;
+	*cursor += bs;
+	return off;
+}
+
+void probe_job_region(enum probe_rw rw, uint64_t size, uint64_t bs, unsigned numjobs, unsigned job,
+		      uint64_t *ret_start, uint64_t *ret_len)
+{
+	uint64_t blocks = size / bs, per;
+
+	if (numjobs == 0 || blocks < numjobs) {
+		*ret_start = 0;
+		*ret_len = 0;
+		return;
+	}
+	if (rw == PROBE_RW_READ || rw == PROBE_RW_WRITE || rw == PROBE_RW_RW) {
+		per = blocks / numjobs;
+		*ret_start = (uint64_t)job * per * bs;
+		*ret_len = per * bs;
+		return;
+	}
+	*ret_start = 0;
+	*ret_len = blocks * bs;
+}
+
+uint64_t probe_rate_due_ns(uint64_t start_ns, uint64_t n, unsigned job, unsigned numjobs, uint64_t rate_iops)
+{
+	/* op n of job j is op n*numjobs+j of the whole run, due at that many
+	 * 1/rate_iops steps after the start: absolute, so no drift piles up */
+	unsigned __int128 k = (unsigned __int128)n * numjobs + job;
+
+	if (rate_iops == 0) {
+		return start_ns;
+	}
+	return start_ns + (uint64_t)(k * NSEC_PER_SEC / rate_iops);
+}
+
+uint64_t probe_timeout_usec(const struct probe_config *pc)
+{
+	if (pc->runtime_usec > 0) {
+		return 2 * pc->runtime_usec + pc->ramp_usec;
+	}
+	return pc->interval_usec > 0 ? pc->interval_usec : 60 * USEC_PER_SEC;
+}
+
+int probe_parse_block_size(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	while (*end == '\n' || *end == ' ') {
+		end++;
+	}
+	if (errno != 0 || end == s || *end != '\0' || v < 512 || v > 65536 || (v & (v - 1)) != 0) {
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int sysfs_dev_attr(const char *sysfs, dev_t dev, const char *attr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+
+	if (major(dev) == 0) {
+		return -ENOENT; /* anonymous device: tmpfs, btrfs, overlayfs */
+	}
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/%s", sysfs, major(dev), minor(dev), attr);
+	return read_one_line(path, buf, len);
+}
+
+unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
+{
+	char buf[32];
+	unsigned v;
+
+	if ((sysfs_dev_attr(sysfs, dev, "queue/logical_block_size", buf, sizeof(buf)) >= 0 ||
+	     sysfs_dev_attr(sysfs, dev, "../queue/logical_block_size", buf, sizeof(buf)) >= 0) &&
+	    probe_parse_block_size(buf, &v) == 0) {
+		return v;
+	}
+	return 512;
+}
+
+int probe_engine_check(enum probe_engine engine, char *msg, size_t len)
+{
+	return engine == PROBE_ENGINE_IO_URING ? engine_uring_check(msg, len) : engine_libaio_check(msg, len);
+}
+
+int probe_start(const struct probe_config *pc, const struct probe_options *o, struct probe_run **ret)
+{
+	struct run *r = NULL;
+	int k, e;
+
+	if (!pc->directory && !pc->filename) {
+		return -EINVAL;
+	}
+	if (pc->bs == 0 || (!pc->directory && pc->size > 0 && pc->size < pc->bs) ||
+	    (pc->directory && pc->size < pc->bs)) {
+		return -EINVAL;
+	}
+	k = run_new(pc, o, &r);
+	if (k < 0) {
+		return k;
+	}
+	r->prepare_deadline_ns = now_nsec(CLOCK_MONOTONIC) + PREPARE_BUDGET_NS;
+	if (pc->directory) {
+		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
+	}
+	run_ref(r);
+	e = thread_spawn(r, run_main, r);
+	if (e != 0) {
+		run_unref(r);
+		run_unref(r);
+		return -e;
+	}
+	*ret = (struct probe_run *)r;
+	return 0;
+}
+
+void probe_cancel(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	if (!r) {
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	run_cancel_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void probe_wait(struct probe_run *run, struct probe_result *ret)
+{
+	struct run *r = (struct run *)run;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		uint64_t now = now_nsec(CLOCK_MONOTONIC), deadline;
+		struct timespec ts;
+
+		if (r->phase == PHASE_DONE) {
+			*ret = r->result;
+			break;
+		}
+		deadline = r->phase == PHASE_PREPARE ? r->prepare_deadline_ns + GRACE_NS
+						     : r->start_ns + r->timeout_ns + GRACE_NS;
+		if (r->is_cancelled && r->cancel_ns + GRACE_NS < deadline) {
+			deadline = r->cancel_ns + GRACE_NS;
+		}
+		if (now >= deadline) {
+			/* the threads are stuck in the kernel: report without them;
+			 * they finish and free themselves when it lets go */
+			bool was_cancelled = r->is_cancelled;
+
+			probe_result_init(ret);
+			ret->start_realtime_usec = now_usec(CLOCK_REALTIME);
+			probe_result_fail(ret, r->rw, was_cancelled ? -ECANCELED : -ETIMEDOUT, !was_cancelled,
+					  was_cancelled
+					      ? "cancelled; %s did not stop its I/O in time"
+					      : "timed out: %s did not answer within the run's budget",
+					  r->target);
+			run_cancel_locked(r);
+			run_abandon(r);
+			break;
+		}
+		ts = timespec_from_nsec(deadline);
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+bool probe_run_has_threads(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	/* every thread holds a reference; the handle holds the last one */
+	return __atomic_load_n(&r->refcount, __ATOMIC_ACQUIRE) > 1;
+}
+
+struct probe_run *probe_run_free(struct probe_run *run)
+{
+	struct run *r = (struct run *)run;
+
+	if (!r) {
+		return NULL;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->phase != PHASE_DONE) {
+		/* nobody waits for it any more: stop it */
+		run_cancel_locked(r);
+	}
+	pthread_mutex_unlock(&r->lock);
+	run_unref(r);
+	return NULL;
+}
+
+int probe_run(const struct probe_config *pc, struct probe_result *ret)
+{
+	struct probe_run *run = NULL;
+	int k;
+
+	k = probe_start(pc, NULL, &run);
+	if (k < 0) {
+		return k;
+	}
+	probe_wait(run, ret);
+	probe_run_free(run);
+	return 0;
+}
