@@ -74,6 +74,46 @@ static void check_interval(struct parser *p, const struct probe_config *pc)
 		     format_duration(b, sizeof(b), pc->interval_usec));
 }
 
+struct device_declared device_config_declared(const struct device_config *dc)
+{
+	return (struct device_declared){
+	    .iops_limit = dc->iops_limit,
+	    .throughput_limit = dc->throughput_limit,
+	    .burst_iops = dc->burst_iops,
+	    .burst_credits = dc->burst_credits,
+	    .credit_rate = dc->credit_rate,
+	    .provider = dc->provider,
+	};
+}
+
+/* The preset's inputs need a volume_type=, and a type takes only its own:
+ * derived for a placeholder size (the real one is known where the device
+ * is), which is enough to refuse the keys that never go together. */
+static void check_provider(struct parser *p, const struct device_config *dc)
+{
+	const struct device_provider *pv = &dc->provider;
+	struct device_declared d = device_config_declared(dc);
+	char notices[DEVICE_LIMITS_NOTICES_MAX][DEVICE_LIMITS_NOTICE_LEN];
+	struct device_limits l;
+	size_t n;
+	const char *why = NULL;
+
+	if (pv->volume_type < 0) {
+		if (pv->iops || pv->throughput || pv->iops_per_gb) {
+			parser_error(
+			    p, dc->line,
+			    "[device %s]: iops=, throughput= and iops_per_gb= are what a volume_type= was "
+			    "provisioned with: give volume_type=, or iops_limit=/throughput_limit=",
+			    dc->name);
+		}
+		return;
+	}
+	if (device_limits_resolve(&d, 1ULL << 40, &l, notices, &n, &why) < 0) {
+		parser_error(p, dc->line, "[device %s]: volume_type=%s: %s", dc->name,
+			     volume_type_to_string((enum volume_type)pv->volume_type), why);
+	}
+}
+
 void config_checks_run(struct parser *p)
 {
 	struct config *c = p->cfg;
@@ -105,6 +145,7 @@ void config_checks_run(struct parser *p)
 			    "all three or none",
 			    dc->name);
 		}
+		check_provider(p, dc);
 		if (dc->ceiling_threshold == 0.0) {
 			dc->ceiling_threshold = c->ceiling_threshold;
 		}
