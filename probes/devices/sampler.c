@@ -20,6 +20,7 @@
 #include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
+#include "multipath.h"
 #include "name_index.h"
 #include "pressure.h"
 #include "strutil.h"
@@ -618,7 +619,9 @@ static int take_counters(struct sampler *s, uint64_t *ret_mono, uint64_t *ret_re
 	if (r < 0) {
 		return r;
 	}
-	n = (size_t)r;
+	/* NVMe multipath: the head counts its hidden paths' I/O, which are not
+	 * devices of their own (nothing counted twice in a sum) */
+	n = multipath_fold(s->cur, (size_t)r);
 	s->parse_errors_total += n_bad;
 	same = n == s->n_devs;
 	for (size_t i = 0; same && i < n; i++) {
