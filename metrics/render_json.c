@@ -271,12 +271,48 @@ static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled, "held_by",
-			 held_by_json(d), "saturated", c->is_saturated, "iops_estimate",
-			 num_or_null(c->iops_ceiling_estimate), "throughput_estimate_bytes_per_second",
-			 num_or_null(c->throughput_ceiling_estimate), "burst_balance_ratio",
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled,
+			 "held_by", held_by_json(d), "saturated", c->is_saturated, "resource",
+			 c->resource ? str(c->resource) : json_null(), "iops_estimate",
+			 num_or_null(c->iops_ceiling_estimate), "read_iops_estimate",
+			 num_or_null(c->read_iops_estimate), "write_iops_estimate",
+			 num_or_null(c->write_iops_estimate), "throughput_estimate_bytes_per_second",
+			 num_or_null(c->throughput_ceiling_estimate), "average_io_bytes",
+			 c->resource ? num_or_null(c->average_io_bytes) : json_null(), "burst_balance_ratio",
 			 c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst",
 			 learned_burst_json(c));
+}
+
+/* The figures of a provider's own counting, where they are declared: the
+ * I/O unit, the read and write IOPS limits with their ratios and seconds at
+ * them, and the I/Os weighted by size in units among the rates. */
+static int add_provider_json(const struct device_state *d, json_t *dev)
+{
+	const struct device_ceiling *c = &d->ceiling;
+	json_t *limits = json_object_get(dev, "limits"), *rates = json_object_get(dev, "rates");
+	json_t *at = limits ? json_object_get(limits, "at_ceiling_seconds") : NULL;
+	int r = 0;
+
+	if (!limits || !at) {
+		return -ENOMEM;
+	}
+	if (c->iops_unit) {
+		r |= json_object_set_new(limits, "iops_unit", count(c->iops_unit));
+		if (json_is_object(rates)) {
+			r |= json_object_set_new(rates, "provider_iops", num(c->provider_iops));
+		}
+	}
+	if (c->read_iops_limit) {
+		r |= json_object_set_new(limits, "read_iops", count(c->read_iops_limit));
+		r |= json_object_set_new(limits, "read_iops_ratio", num(c->read_iops_limit_ratio));
+		r |= json_object_set_new(at, "read_iops", num(c->at_ceiling_read_iops_seconds));
+	}
+	if (c->write_iops_limit) {
+		r |= json_object_set_new(limits, "write_iops", count(c->write_iops_limit));
+		r |= json_object_set_new(limits, "write_iops_ratio", num(c->write_iops_limit_ratio));
+		r |= json_object_set_new(at, "write_iops", num(c->at_ceiling_write_iops_seconds));
+	}
+	return r < 0 ? -ENOMEM : 0;
 }
 
 static json_t *device_json(const struct device_state *d)
@@ -295,6 +331,17 @@ static json_t *device_json(const struct device_state *d)
 	    d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(), "limits",
 	    limits_json(&d->ceiling), "ceiling", ceiling_json(d), "md", md_json(d), "counters",
 	    counters_json(&d->raw));
+}
+
+static json_t *device_json_full(const struct device_state *d)
+{
+	json_t *o = device_json(d);
+
+	if (o && add_provider_json(d, o) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* Ceilings shared by several devices (probes/detect/shared_ceiling.h). */
@@ -346,7 +393,7 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 		if (device && strcmp(d->raw.name, device) != 0) {
 			continue;
 		}
-		if (json_array_append_new(devices, device_json(d)) < 0) {
+		if (json_array_append_new(devices, device_json_full(d)) < 0) {
 			json_decref(devices);
 			return NULL;
 		}
