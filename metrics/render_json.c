@@ -129,15 +129,25 @@ static json_t *pressure_json(const struct sampler_snapshot *ss)
 			 "stalled_seconds_total", seconds(ss->pressure.full_total_usec));
 }
 
+/* The machine as SMBIOS names it (EC2: vendor "Amazon EC2", type the
+ * instance type), null without DMI. */
+static json_t *machine_json(const struct sampler_snapshot *ss)
+{
+	if (!ss || (!ss->dmi.vendor[0] && !ss->dmi.product[0])) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o}", "vendor", str(ss->dmi.vendor), "type", str(ss->dmi.product));
+}
+
 json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char *health_reason)
 {
 	const struct sampler_snapshot *ss = s->samples;
 
-	return json_pack("{s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "version",
-			 IOPSD_VERSION, "hostname", str(s->hostname), "healthy", is_healthy, "health_reason",
-			 health_reason ? health_reason : "", "time", seconds(s->realtime_usec), "start_time",
-			 seconds(s->start_realtime_usec), "uptime_seconds",
-			 seconds(s->realtime_usec - s->start_realtime_usec), "generation",
+	return json_pack("{s:s,s:o,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "version",
+			 IOPSD_VERSION, "hostname", str(s->hostname), "instance", machine_json(ss), "healthy",
+			 is_healthy, "health_reason", health_reason ? health_reason : "", "time",
+			 seconds(s->realtime_usec), "start_time", seconds(s->start_realtime_usec),
+			 "uptime_seconds", seconds(s->realtime_usec - s->start_realtime_usec), "generation",
 			 (json_int_t)s->generation, "sample_interval_seconds",
 			 seconds(s->sample_interval_usec), "history_seconds", seconds(s->history_usec),
 			 "last_sample_time", ss ? seconds(ss->realtime_usec) : json_null(), "devices",

@@ -65,6 +65,7 @@ struct sampler {
 	size_t buf_size;
 	struct diskstats_raw *cur; /* parse target, reused */
 	size_t cur_cap;
+	struct dmi_info dmi; /* read once: the machine does not change under it */
 
 	struct sampler_dev *devs; /* aligned with the last parsed list */
 	size_t n_devs;
@@ -254,6 +255,10 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->buf = malloc(s->buf_size);
 	if (!s->procfs || !s->sysfs || !s->buf ||
 	    ebs_nvme_reader_new(s->sysfs, "/dev", NULL, NULL, &s->ebs) < 0) {
+		sampler_free(s);
+		return -ENOMEM;
+	}
+	if (dmi_read(s->sysfs, &s->dmi) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
 	}
@@ -700,6 +705,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	}
 	s->samples_total++;
 	snap->samples_total = s->samples_total;
+	snap->dmi = s->dmi;
 	*ret = snap;
 	return 0;
 }

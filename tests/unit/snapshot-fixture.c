@@ -67,6 +67,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	ss->parse_errors_total = 2;
 	ss->pressure =
 	    (struct pressure_io){.available = true, .some_total_usec = 12500000, .full_total_usec = 3250000};
+	snprintf(ss->dmi.vendor, sizeof(ss->dmi.vendor), "Amazon EC2");
+	snprintf(ss->dmi.product, sizeof(ss->dmi.product), "m5.large");
 	ss->n_devices = 3;
 	ss->devices = calloc(3, sizeof(*ss->devices));
 	assert_non_null(ss->devices);
