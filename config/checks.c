@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "units.h"
 
 /* Checks across the whole file, after every section is known. */
@@ -86,6 +88,34 @@ struct device_declared device_config_declared(const struct device_config *dc)
 	};
 }
 
+/* An explicit limit in a section with a volume_type= replaces the preset's
+ * figure: a notice says so (--check-config prints the figures for the
+ * volume's size). */
+static void note_overrides(struct parser *p, const struct device_config *dc)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} keys[] = {
+	    {"iops_limit", offsetof(struct device_config, iops_limit)},
+	    {"throughput_limit", offsetof(struct device_config, throughput_limit)},
+	    {"iops_unit", offsetof(struct device_config, provider.iops_unit)},
+	    {"burst_iops", offsetof(struct device_config, burst_iops)},
+	};
+	const char *type = volume_type_to_string((enum volume_type)dc->provider.volume_type);
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)dc + keys[i].offset, sizeof(v));
+		if (v) {
+			(void)config_add_notice(p->cfg, dc->line,
+						"[device %s]: %s= overrides the figure volume_type=%s gives",
+						dc->name, keys[i].key, type);
+		}
+	}
+}
+
 /* The preset's inputs need a volume_type=, and a type takes only its own:
  * derived for a placeholder size (the real one is known where the device
  * is), which is enough to refuse the keys that never go together. */
@@ -111,7 +141,9 @@ static void check_provider(struct parser *p, const struct device_config *dc)
 	if (device_limits_resolve(&d, 1ULL << 40, &l, notices, &n, &why) < 0) {
 		parser_error(p, dc->line, "[device %s]: volume_type=%s: %s", dc->name,
 			     volume_type_to_string((enum volume_type)pv->volume_type), why);
+		return;
 	}
+	note_overrides(p, dc);
 }
 
 void config_checks_run(struct parser *p)

@@ -17,7 +17,7 @@ static const char *size_str(int r, uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
-static int check_one(const struct config *cfg, const struct device_config *dc, const char *sysfs, FILE *out)
+static int check_one(const struct device_config *dc, const char *sysfs, FILE *out)
 {
 	struct device_declared d = device_config_declared(dc);
 	char notices[DEVICE_LIMITS_NOTICES_MAX][DEVICE_LIMITS_NOTICE_LEN], line[512], sz[48];
@@ -42,9 +42,7 @@ static int check_one(const struct config *cfg, const struct device_config *dc, c
 	device_limits_describe(&l, line, sizeof(line));
 	fprintf(out, "[device %s]: volume_type=%s (%s): %s\n", dc->name,
 		volume_type_to_string((enum volume_type)dc->provider.volume_type), sz, line);
-	for (size_t i = 0; i < n; i++) {
-		fprintf(out, "%s:%u: notice: %s\n", cfg->path, dc->line, notices[i]);
-	}
+	/* what overrides the preset: the notices of loading said so */
 	return 0;
 }
 
@@ -53,7 +51,7 @@ int daemon_check_device_limits(const struct config *cfg, const char *sysfs, FILE
 	int ret = 0;
 
 	for (size_t i = 0; i < cfg->n_devices; i++) {
-		if (check_one(cfg, &cfg->devices[i], sysfs, out) < 0) {
+		if (check_one(&cfg->devices[i], sysfs, out) < 0) {
 			ret = -EINVAL;
 		}
 	}

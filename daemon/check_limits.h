@@ -7,7 +7,7 @@
 
 #include "config.h"
 
-/* One line per [device] section to `out` (sizes from `sysfs`), then the
- * notices of keys that override a preset's figure. Returns 0, or -EINVAL
- * when a preset cannot be derived for the size found (the reason printed). */
+/* One line per [device] section to `out` (sizes from `sysfs`). Returns 0,
+ * or -EINVAL when a preset cannot be derived for the size found (the
+ * reason printed). */
 int daemon_check_device_limits(const struct config *cfg, const char *sysfs, FILE *out);
