@@ -71,8 +71,10 @@ static enum ceiling_resource iops_or_throughput(const struct ceiling_plateaus *p
 	if (ri >= CEILING_RESOURCE_DECLARED_RATIO || rt >= CEILING_RESOURCE_DECLARED_RATIO) {
 		return rt > ri ? CEILING_RESOURCE_THROUGHPUT : CEILING_RESOURCE_IOPS;
 	}
-	return p->avg_io_bytes >= CEILING_RESOURCE_THROUGHPUT_IO_BYTES ? CEILING_RESOURCE_THROUGHPUT
-								       : CEILING_RESOURCE_IOPS;
+	return p->avg_io_bytes >= CEILING_RESOURCE_THROUGHPUT_IO_BYTES &&
+		       p->avg_io_bytes < CEILING_RESOURCE_UNIT_IO_BYTES
+		   ? CEILING_RESOURCE_THROUGHPUT
+		   : CEILING_RESOURCE_IOPS;
 }
 
 void ceiling_resource_decide(const struct ceiling_plateaus *p, const struct ceiling_declared *d,

@@ -26,8 +26,12 @@ const char *ceiling_resource_to_string(enum ceiling_resource r);
  * cap gives every I/O the same wait, whatever its direction). */
 #define CEILING_RESOURCE_AWAIT_FACTOR 1.25
 /* With IOPS and throughput both flat and neither declared, an average I/O
- * of this size or more is taken as throughput-bound. */
+ * of this size or more is taken as throughput-bound ... */
 #define CEILING_RESOURCE_THROUGHPUT_IO_BYTES (32 * 1024)
+/* ... and below this one: from the providers' I/O unit up, an IOPS cap
+ * counted in units and a throughput cap look the same (250 I/O/s of 1 MiB
+ * are 1000 units of 256 KiB), and the IOPS plateau stays the estimate. */
+#define CEILING_RESOURCE_UNIT_IO_BYTES (256 * 1024)
 /* A declared limit binds when the rate is at least this share of it. */
 #define CEILING_RESOURCE_DECLARED_RATIO 0.9
 

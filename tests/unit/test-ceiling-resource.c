@@ -127,6 +127,21 @@ static void test_small_ios_flat_in_both_are_iops_bound(void **state)
 	assert_false(v.has_throughput_ceiling);
 }
 
+static void test_ios_of_a_unit_or_more_keep_their_iops_plateau(void **state)
+{
+	/* iops-total=1000, iops-size=256k, 1 MiB reads, nothing declared: 250
+	 * I/O/s and 262 MB/s both flat; the plateau at 250 stays */
+	struct ceiling_plateaus p = {.has_iops = true,
+				     .has_throughput = true,
+				     .iops = 250,
+				     .bytes_per_sec = 250 * 1048576.0,
+				     .avg_io_bytes = 1048576};
+	struct ceiling_verdict v = decide(&p, NULL);
+
+	assert_int_equal(v.resource, CEILING_RESOURCE_IOPS);
+	assert_true(v.has_iops_ceiling);
+}
+
 static void test_a_declared_limit_decides_over_the_io_size(void **state)
 {
 	/* 64 KiB I/Os at 3000 IOPS under a gp3's declared 3000/500 MiB/s */
@@ -164,6 +179,7 @@ int main(void)
 	    cmocka_unit_test(test_declared_direction_limits_flag_their_direction),
 	    cmocka_unit_test(test_large_ios_flat_in_both_are_throughput_bound),
 	    cmocka_unit_test(test_small_ios_flat_in_both_are_iops_bound),
+	    cmocka_unit_test(test_ios_of_a_unit_or_more_keep_their_iops_plateau),
 	    cmocka_unit_test(test_a_declared_limit_decides_over_the_io_size),
 	    cmocka_unit_test(test_a_single_plateau_is_its_own_resource),
 	};
