@@ -37,7 +37,11 @@ alone (is_parallel: false); a slower or busier machine can run it at 0.7
 the guest's CPU); a burst the guest did not deliver as QEMU counted it runs once
 more after the bucket refills; each scenario's line gives the host's CPU
 and the share its own hypervisor stole. Every figure is printed and written to BUILDDIR/lab-scenarios.json; a failing check does not stop the others
-(the test fails at the end). Screenshots of the live page (burst, RAID0)
+(the test fails at the end). A check the lab could not deliver (QEMU's own
+count says why) judged nothing about iopsd: it is inconclusive, and its
+scenario runs once more; the run fails when a detection check is still
+inconclusive after that, or when more than two checks are; the summary
+gives the passed, failed and inconclusive counts. Screenshots of the live page (burst, RAID0)
 go to BUILDDIR/lab-screenshots/."""
 import json
 import os
