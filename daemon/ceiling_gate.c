@@ -88,11 +88,18 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg,
 
 		p->pc = &cfg->probes[i];
 		p->id = probe_identity_ref(ids[i]);
-		/* a reload must not reset the budget of a ceiling probe */
+		/* a reload must not reset the budget of a ceiling probe, nor
+		 * drop the runs not collected yet (the scheduler is stopped) */
 		for (size_t j = 0; j < g->n_probes; j++) {
-			if (strcmp(g->probes[j].id->name, p->id->name) == 0) {
-				p->has_run = g->probes[j].has_run;
-				p->last_start_usec = g->probes[j].last_start_usec;
+			const struct gate_probe *o = &g->probes[j];
+
+			if (strcmp(o->id->name, p->id->name) == 0) {
+				p->has_run = o->has_run;
+				p->last_start_usec = o->last_start_usec;
+				p->pending_own_ops = o->pending_own_ops;
+				p->has_measured = o->has_measured && p->pc->ceiling;
+				p->measured_iops = o->measured_iops;
+				p->measured_bw = o->measured_bw;
 			}
 		}
 	}

@@ -189,6 +189,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	bool is_stopping;
 	int r;
 
+	/* the block size the topology read for the target's device */
+	(void)probe_identity_block_size(p->id, &opts.block_size_dev, &opts.logical_block_size);
 	if (p->stuck) {
 		if (probe_run_has_threads(p->stuck)) {
 			/* do not pile new I/O onto a device that has not answered */

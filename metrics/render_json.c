@@ -224,16 +224,14 @@ static json_t *limits_json(const struct device_ceiling *c)
 	    c->throughput_ceiling_limit_ratio > 0 ? num(c->throughput_ceiling_limit_ratio) : json_null());
 }
 
-/* md/dm: the members that hold the device (device_ceiling.held_by_mask). */
-static json_t *held_by_json(const struct device_state *d)
+/* The members of t as a JSON array: those whose bit is set in mask, or all
+ * of them when is_all. */
+static json_t *members_json(const struct device_topology *t, uint64_t mask, bool is_all)
 {
-	char member[DISKSTATS_NAME_MAX];
 	json_t *a = json_array();
-	unsigned k = 0;
 
-	for (const char *p = d->topo.members;
-	     a && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
-		if (((d->ceiling.held_by_mask >> k) & 1) && json_array_append_new(a, str(member)) < 0) {
+	for (unsigned k = 0; a && k < t->n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		if ((is_all || ((mask >> k) & 1)) && json_array_append_new(a, str(t->members[k])) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -245,23 +243,12 @@ static json_t *held_by_json(const struct device_state *d)
  * for other devices). */
 static json_t *md_json(const struct device_state *d)
 {
-	char member[DISKSTATS_NAME_MAX];
-	json_t *failed;
-	unsigned k = 0;
-
 	if (!d->md.is_known) {
 		return json_null();
 	}
-	failed = json_array();
-	for (const char *p = d->topo.members;
-	     failed && k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
-		if (((d->md.failed_mask >> k) & 1) && json_array_append_new(failed, str(member)) < 0) {
-			json_decref(failed);
-			return NULL;
-		}
-	}
 	return json_pack("{s:s,s:I,s:o}", "array_state", d->md.array_state, "degraded",
-			 (json_int_t)d->md.degraded, "failed_members", failed);
+			 (json_int_t)d->md.degraded, "failed_members",
+			 members_json(&d->topo, d->md.failed_mask, false));
 }
 
 /* The burst bucket iopsd learned (null until it saw one run out). */
@@ -282,7 +269,7 @@ static json_t *ceiling_json(const struct device_state *d)
 	const struct device_ceiling *c = &d->ceiling;
 
 	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled,
-			 "held_by", held_by_json(d), "saturated", c->is_saturated, "resource",
+			 "held_by", members_json(&d->topo, d->ceiling.held_by_mask, false), "saturated", c->is_saturated, "resource",
 			 c->resource ? str(c->resource) : json_null(), "iops_estimate",
 			 num_or_null(c->iops_ceiling_estimate), "read_iops_estimate",
 			 num_or_null(c->read_iops_estimate), "write_iops_estimate",
@@ -332,7 +319,7 @@ static json_t *device_json(const struct device_state *d)
 	return json_pack(
 	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
 	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
-	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", list(t->members),
+	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", members_json(t, 0, true),
 	    "mountpoints", list(t->mountpoints), "model", str(t->model), "volume_id",
 	    t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(), "rotational", t->is_rotational,
 	    "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
@@ -497,7 +484,7 @@ static json_t *probe_members_json(const struct snapshot *s, const struct probe_s
 {
 	const struct device_state *d = p->device[0] ? sampler_snapshot_find(s->samples, p->device) : NULL;
 
-	return list(d ? d->topo.members : "");
+	return d ? members_json(&d->topo, 0, true) : json_array();
 }
 
 static json_t *probe_json(const struct snapshot *s, const struct probe_state *p)

@@ -113,7 +113,6 @@ fi
 
 echo "== integration (sanitizer build)"
 meson test -C build-asan --suite integration --print-errorlogs --no-rebuild || status=1
-
 check_skips build-asan
 
 echo "== package (dpkg-buildpackage -b from a copy of the tree, into build-deb/)"

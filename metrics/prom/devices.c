@@ -129,10 +129,11 @@ static void emit_info(struct prom_writer *w, const struct device_family *f, cons
 {
 	const struct device_topology *t = &d->topo;
 	bool has_volume_id = t->volume_id && t->volume_id[0];
+	char members[DEVICE_MAX_MEMBERS * DISKSTATS_NAME_MAX];
 	struct prom_label l[] = {
 	    {"device", d->raw.name},
 	    {"kind", device_kind_to_string(t->kind)},
-	    {"members", t->members ? t->members : ""},
+	    {"members", device_members_join(t, members, sizeof(members))},
 	    {"mountpoint", t->mountpoints ? t->mountpoints : ""},
 	    {"volume_id", has_volume_id ? t->volume_id : ""},
 	};
@@ -314,15 +315,11 @@ static void emit_burst_exhausted(struct prom_writer *w, const struct device_fami
 /* md/dm: one series per member, 1 while it holds the array. */
 static void emit_held_by(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
 {
-	char member[DISKSTATS_NAME_MAX];
-	unsigned k = 0;
-
 	if (d->topo.kind != DEVICE_KIND_MD && d->topo.kind != DEVICE_KIND_DM) {
 		return;
 	}
-	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
-	     k++) {
-		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
+	for (unsigned k = 0; k < d->topo.n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		struct prom_label l[] = {{"device", d->raw.name}, {"member", d->topo.members[k]}};
 
 		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->ceiling.held_by_mask >> k) & 1 ? 1 : 0);
 	}
@@ -340,15 +337,11 @@ static void emit_md_degraded(struct prom_writer *w, const struct device_family *
 static void emit_member_failed(struct prom_writer *w, const struct device_family *f,
 			       const struct device_state *d)
 {
-	char member[DISKSTATS_NAME_MAX];
-	unsigned k = 0;
-
 	if (!d->md.is_known) {
 		return;
 	}
-	for (const char *p = d->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member));
-	     k++) {
-		struct prom_label l[] = {{"device", d->raw.name}, {"member", member}};
+	for (unsigned k = 0; k < d->topo.n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		struct prom_label l[] = {{"device", d->raw.name}, {"member", d->topo.members[k]}};
 
 		prom_sample(w, f->name, l, ELEMENTSOF(l), (d->md.failed_mask >> k) & 1 ? 1 : 0);
 	}

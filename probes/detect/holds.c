@@ -20,16 +20,13 @@ static bool hold_by_members(struct detect *d, const struct sample *sample, size_
 {
 	const struct sample_device *sd = &sample->devices[i];
 	struct device_ceiling *c = &d->devs[i].ceiling;
-	char name[DISKSTATS_NAME_MAX];
 	uint64_t mask = 0;
-	unsigned k = 0;
 
 	if (!sd->is_tracked || !is_array(sd)) {
 		return false;
 	}
-	for (const char *p = sd->td->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, name));
-	     k++) {
-		const struct topology_device *m = topology_find(sample->topology, name);
+	for (unsigned k = 0; k < sd->td->topo.n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		const struct topology_device *m = topology_find(sample->topology, sd->td->topo.members[k]);
 		size_t j = m ? (size_t)(m - sample->topology->devices) : SIZE_MAX;
 
 		if (m && sample->devices[j].is_tracked && d->devs[j].ceiling.is_throttled) {
@@ -54,9 +51,7 @@ static void hold_over(struct detect *d, const struct sample *sample, size_t i)
 	const struct sample_device *sd = &sample->devices[i];
 	struct detect_dev *dd = &d->devs[i];
 	struct device_rates x = *sd->rates;
-	char name[DISKSTATS_NAME_MAX];
 	uint64_t mask = 0;
-	unsigned k = 0;
 
 	if (dd->ceiling.held_by_mask != 0) {
 		dd->last_held_by_mask = dd->ceiling.held_by_mask;
@@ -72,9 +67,8 @@ static void hold_over(struct detect *d, const struct sample *sample, size_t i)
 		return;
 	}
 	dd->hold_over_left--;
-	for (const char *p = sd->td->topo.members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, name));
-	     k++) {
-		const struct topology_device *m = topology_find(sample->topology, name);
+	for (unsigned k = 0; k < sd->td->topo.n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		const struct topology_device *m = topology_find(sample->topology, sd->td->topo.members[k]);
 
 		if (m && ceiling_set_is_queueing(d->ceilings,
 						 sample->devices[m - sample->topology->devices].rates)) {

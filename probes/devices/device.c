@@ -18,16 +18,15 @@ const char *device_kind_to_string(enum device_kind k)
 	return k < _DEVICE_KIND_MAX ? kind_names[k] : "unknown";
 }
 
-const char *device_list_next(const char *list, char *ret)
+const char *device_members_join(const struct device_topology *t, char *buf, size_t len)
 {
-	size_t n;
+	size_t n = 0;
 
-	if (!list || *list == '\0') {
-		return NULL;
+	buf[0] = '\0';
+	for (unsigned k = 0; k < t->n_members && n < len; k++) {
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", t->members[k]);
 	}
-	n = strcspn(list, ",");
-	snprintf(ret, DISKSTATS_NAME_MAX, "%.*s", (int)n, list);
-	return list[n] == ',' ? list + n + 1 : list + n;
+	return buf;
 }
 
 static void sampler_snapshot_destroy(struct sampler_snapshot *s)

@@ -21,10 +21,10 @@ const char *device_kind_to_string(enum device_kind k);
 
 #define DEVICE_MAX_MEMBERS 64
 
-/* Walk a comma-separated list of device names ("xvdf,xvdg"): copy the first
- * name of `list` into ret (DISKSTATS_NAME_MAX bytes, truncated) and return
- * the rest of the list, or NULL when `list` is NULL or empty. */
-const char *device_list_next(const char *list, char *ret);
+/* The members of t joined with commas ("xvdf,xvdg", "" when none) into buf
+ * (truncated to len); returns buf. */
+struct device_topology;
+const char *device_members_join(const struct device_topology *t, char *buf, size_t len);
 
 /* Strings are never NULL in a sampler snapshot ("" when unknown): they
  * point into the snapshot's shared topology (sampler_snapshot.topology),
@@ -32,7 +32,8 @@ const char *device_list_next(const char *list, char *ret);
 struct device_topology {
 	enum device_kind kind;
 	char parent[DISKSTATS_NAME_MAX]; /* whole disk of a partition, "" otherwise */
-	char *members;			 /* "xvdf,xvdg" for md/dm (sysfs slaves/), "" otherwise */
+	char **members;			 /* md/dm: the names in sysfs slaves/, sorted, n_members of
+					  * them (NULL when none); bit k of a mask is members[k] */
 	char *mountpoints;		 /* "/data,/srv", "" when unmounted */
 	char *model;			 /* "" when sysfs has none */
 	unsigned logical_block_size;	 /* bytes; 0 when unknown. Sectors in diskstats are
@@ -45,7 +46,7 @@ struct device_topology {
 				 * partition its disk; "" for a plain disk */
 	char *dm_name;		/* device-mapper name ("vg0-data") for dm, "" otherwise */
 	char *raid_level;	/* md level ("raid0"), "" otherwise */
-	unsigned n_members;	/* entries in members */
+	unsigned n_members;	/* names in members */
 	char *volume_id;	/* the volume id an EBS-style serial spells
 				 * ("vol0123..." -> "vol-0123..."; a partition has
 				 * its disk's), "" otherwise */

@@ -30,6 +30,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "sysfs.h"
 
 #define OFF_MAGIC		0
 #define OFF_COUNTERS		8
@@ -265,16 +266,14 @@ struct ebs_nvme_reader *ebs_nvme_reader_free(struct ebs_nvme_reader *r)
 	return NULL;
 }
 
-/* Read SYSFS/class/block/NAME/ATTR into buf; -errno when absent. */
+/* Read NAME's sysfs ATTR into buf; -errno when absent. */
 static int read_attr(const struct ebs_nvme_reader *r, const char *name, const char *attr, char *buf,
 		     size_t len)
 {
-	char path[PATH_MAX];
+	char dir[PATH_MAX];
+	int k = sysfs_block_dir(r->sysfs, name, dir, sizeof(dir));
 
-	if (snprintf(path, sizeof(path), "%s/class/block/%s/%s", r->sysfs, name, attr) >= (int)sizeof(path)) {
-		return -ENAMETOOLONG;
-	}
-	return read_one_line(path, buf, len);
+	return k < 0 ? k : sysfs_attr_read(dir, attr, buf, len);
 }
 
 /* Where admin commands for namespace NAME go: its controller's character
@@ -289,9 +288,12 @@ static int controller_of(const struct ebs_nvme_reader *r, const char *name, char
 	int end = 0;
 	ssize_t n;
 
-	if (snprintf(path, sizeof(path), "%s/class/block/%s/device", r->sysfs, name) >= (int)sizeof(path)) {
+	/* a namespace sysfs does not show reads no link below: its block device */
+	if (sysfs_block_dir(r->sysfs, name, path, sizeof(path)) == -ENAMETOOLONG ||
+	    strlen(path) + sizeof("/device") > sizeof(path)) {
 		return -ENAMETOOLONG;
 	}
+	strcat(path, "/device");
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n < 0) {
 		n = 0;

@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "fileio.h"
+#include "sysfs.h"
 #include "units.h"
 
 bool md_member_state_is_faulty(const char *state)
@@ -42,31 +43,35 @@ unsigned md_health_degraded(const char *array_state, const char *degraded, unsig
 
 static int md_attr(const char *dir, const char *attr, char *buf, size_t len)
 {
-	char path[PATH_MAX];
+	char md[DISKSTATS_NAME_MAX + 32];
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/md/%s", dir, attr) >= sizeof(path)) {
+	if ((size_t)snprintf(md, sizeof(md), "md/%s", attr) >= sizeof(md)) {
 		return -ENAMETOOLONG;
 	}
-	return read_one_line(path, buf, len);
+	return sysfs_attr_read(dir, md, buf, len);
 }
 
-int md_health_read(const char *sysfs, const char *name, const char *members, struct md_health *ret)
+int md_health_read(const char *sysfs, const char *name, char *const *members, unsigned n_members,
+		   struct md_health *ret)
 {
 	char dir[PATH_MAX], member[DISKSTATS_NAME_MAX], attr[DISKSTATS_NAME_MAX + 16], buf[64];
 	char degraded[32];
 	struct md_health h = {0};
-	unsigned k = 0, n_faulty = 0;
+	unsigned n_faulty = 0;
 	bool has_degraded;
+	int r;
 
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/block/%s", sysfs, name) >= sizeof(dir)) {
-		return -ENAMETOOLONG;
+	r = sysfs_block_dir(sysfs, name, dir, sizeof(dir));
+	if (r == -ENAMETOOLONG) {
+		return r;
 	}
 	if (md_attr(dir, "array_state", h.array_state, sizeof(h.array_state)) < 0) {
 		*ret = h;
 		return 0;
 	}
 	h.is_known = true;
-	for (const char *p = members; k < DEVICE_MAX_MEMBERS && (p = device_list_next(p, member)); k++) {
+	for (unsigned k = 0; k < n_members && k < DEVICE_MAX_MEMBERS; k++) {
+		snprintf(member, sizeof(member), "%s", members[k]);
 		/* md names the member directory after the kernel's name (dev-sdb) */
 		for (char *c = member; *c; c++) {
 			if (*c == '/') {

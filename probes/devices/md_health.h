@@ -29,7 +29,9 @@ bool md_member_state_is_faulty(const char *state);
  * found faulty. Pure. */
 unsigned md_health_degraded(const char *array_state, const char *degraded, unsigned n_faulty);
 
-/* Read SYSFS/block/NAME/md/ for the array `name` whose members are the
- * comma-separated `members`. Returns 0 (ret->is_known false when the md/
- * directory is not there), or -errno on a path too long. */
-int md_health_read(const char *sysfs, const char *name, const char *members, struct md_health *ret);
+/* Read the md/ directory of the array `name` (its sysfs directory, as
+ * sysfs.h finds it) whose members are the n_members names of `members`
+ * (bit k of failed_mask is members[k]). Returns 0 (ret->is_known false when
+ * the md/ directory is not there), or -errno on a path too long. */
+int md_health_read(const char *sysfs, const char *name, char *const *members, unsigned n_members,
+		   struct md_health *ret);

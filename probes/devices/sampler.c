@@ -483,7 +483,8 @@ static void read_md_health(struct sampler *s)
 
 		s->devs[i].md = (struct md_health){0};
 		if (s->devs[i].is_kept && td->topo.kind == DEVICE_KIND_MD) {
-			(void)md_health_read(s->sysfs, s->devs[i].raw.name, td->topo.members, &s->devs[i].md);
+			(void)md_health_read(s->sysfs, s->devs[i].raw.name, td->topo.members,
+					     td->topo.n_members, &s->devs[i].md);
 		}
 	}
 }

@@ -144,6 +144,7 @@ bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *r
 
 void targets_place_identity(const struct topology *t, struct probe_identity *id)
 {
+	const struct topology_device *d = targets_device(t, id->target);
 	char device[DISKSTATS_NAME_MAX];
 	dev_t disk;
 
@@ -153,6 +154,22 @@ void targets_place_identity(const struct topology *t, struct probe_identity *id)
 	pthread_mutex_lock(&id->lock);
 	memcpy(id->device, device, sizeof(id->device));
 	id->disk = disk;
+	id->dev = d ? makedev(d->major, d->minor) : 0;
+	id->logical_block_size = d ? d->topo.logical_block_size : 0;
 	id->is_resolved = true;
 	pthread_mutex_unlock(&id->lock);
+}
+
+bool probe_identity_block_size(struct probe_identity *id, dev_t *ret_dev, unsigned *ret_size)
+{
+	bool has;
+
+	pthread_mutex_lock(&id->lock);
+	has = id->is_resolved && id->dev != 0 && id->logical_block_size != 0;
+	if (has) {
+		*ret_dev = id->dev;
+		*ret_size = id->logical_block_size;
+	}
+	pthread_mutex_unlock(&id->lock);
+	return has;
 }

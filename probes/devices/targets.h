@@ -44,6 +44,8 @@ struct probe_identity {
 	dev_t disk;			 /* what the scheduler serialises runs on: the whole
 					  * disk of device, or the filesystem's number without
 					  * a device; 0 when unknown */
+	dev_t dev;			 /* device's own number, 0 without a device */
+	unsigned logical_block_size;	 /* device's, from the topology; 0 when unknown */
 };
 
 struct probe_identity *probe_identity_ref(struct probe_identity *id);
@@ -53,6 +55,10 @@ struct probe_identity *probe_identity_unref(struct probe_identity *id);
  * NULL) and *ret_disk (may be NULL). False while the topology has not
  * placed the target (then neither is written). Any thread. */
 bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *ret_disk);
+
+/* The device number and logical block size the topology gave id's device;
+ * false while unplaced or without either. Any thread. */
+bool probe_identity_block_size(struct probe_identity *id, dev_t *ret_dev, unsigned *ret_size);
 
 /* A new identity (refcount 1, not placed yet), NULL without memory. */
 struct probe_identity *probe_identity_new(const char *name, const char *target);

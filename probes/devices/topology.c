@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "refcount.h"
 #include "strutil.h"
+#include "sysfs.h"
 #include "units.h"
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
@@ -84,200 +85,6 @@ static char *name_list_take(struct name_list *l)
 	return s;
 }
 
-size_t mountinfo_unescape(char *s)
-{
-	char *w = s;
-
-	for (const char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-		    r[3] <= '7') {
-			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = '\0';
-	return (size_t)(w - s);
-}
-
-static void mountinfo_entry_done(struct mountinfo_entry *e)
-{
-	free(e->root);
-	free(e->mountpoint);
-	free(e->fstype);
-	free(e->source);
-}
-
-void mountinfo_free(struct mountinfo_entry *e, size_t n)
-{
-	for (size_t i = 0; e && i < n; i++) {
-		mountinfo_entry_done(&e[i]);
-	}
-	free(e);
-}
-
-static char *dup_unescaped(const char *s)
-{
-	char *d = strdup(s);
-
-	if (d) {
-		mountinfo_unescape(d);
-	}
-	return d;
-}
-
-static bool parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor)
-{
-	unsigned long long major, minor;
-	char *end;
-
-	if (*s < '0' || *s > '9') {
-		return false;
-	}
-	errno = 0;
-	major = strtoull(s, &end, 10);
-	if (errno != 0 || *end != ':' || major > UINT32_MAX || end[1] < '0' || end[1] > '9') {
-		return false;
-	}
-	minor = strtoull(end + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || minor > UINT32_MAX) {
-		return false;
-	}
-	*ret_major = (unsigned)major;
-	*ret_minor = (unsigned)minor;
-	return true;
-}
-
-/* One line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE
- * SOURCE SUPEROPTS". Returns 0, -EINVAL for a malformed line, -ENOMEM. */
-static int mountinfo_parse_line(char *line, struct mountinfo_entry *ret)
-{
-	char *fields[64], *save = NULL, *tok;
-	size_t n = 0, sep = 0;
-	struct mountinfo_entry e = {0};
-
-	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-		if (n == ELEMENTSOF(fields)) {
-			return -EINVAL;
-		}
-		if (sep == 0 && n >= 6 && strcmp(tok, "-") == 0) {
-			sep = n;
-		}
-		fields[n++] = tok;
-	}
-	if (sep == 0 || n < sep + 3) {
-		return -EINVAL;
-	}
-	if (!parse_devnum(fields[2], &e.major, &e.minor)) {
-		return -EINVAL;
-	}
-	e.root = dup_unescaped(fields[3]);
-	e.mountpoint = dup_unescaped(fields[4]);
-	e.fstype = dup_unescaped(fields[sep + 1]);
-	e.source = dup_unescaped(fields[sep + 2]);
-	if (!e.root || !e.mountpoint || !e.fstype || !e.source) {
-		mountinfo_entry_done(&e);
-		return -ENOMEM;
-	}
-	*ret = e;
-	return 0;
-}
-
-int mountinfo_parse(const char *buf, struct mountinfo_entry **ret)
-{
-	_cleanup_free_ char *copy = strdup(buf);
-	struct mountinfo_entry *entries = NULL;
-	size_t n = 0, cap = 0;
-	char *line, *save = NULL;
-
-	if (!copy) {
-		return -ENOMEM;
-	}
-	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct mountinfo_entry e;
-		int r;
-
-		r = mountinfo_parse_line(line, &e);
-		if (r == -EINVAL) {
-			continue;
-		}
-		if (r < 0) {
-			mountinfo_free(entries, n);
-			return r;
-		}
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 32;
-			struct mountinfo_entry *a = reallocarray(entries, c, sizeof(*a));
-
-			if (!a) {
-				mountinfo_entry_done(&e);
-				mountinfo_free(entries, n);
-				return -ENOMEM;
-			}
-			entries = a;
-			cap = c;
-		}
-		entries[n++] = e;
-	}
-	if (n > INT_MAX) {
-		mountinfo_free(entries, n);
-		return -E2BIG;
-	}
-	*ret = entries;
-	return (int)n;
-}
-
-static int read_attr(const char *base, const char *attr, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", base, attr) >= sizeof(path)) {
-		return -ENAMETOOLONG;
-	}
-	return read_one_line(path, buf, len);
-}
-
-static int read_u64_attr(const char *base, const char *attr, uint64_t *ret)
-{
-	char buf[32];
-	int r;
-
-	r = read_attr(base, attr, buf, sizeof(buf));
-	return r < 0 ? r : parse_uint64(buf, ret);
-}
-
-static bool has_attr(const char *base, const char *attr)
-{
-	char path[PATH_MAX];
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", base, attr) >= sizeof(path)) {
-		return false;
-	}
-	return access(path, F_OK) == 0;
-}
-
-static char *read_string_attr(const char *base, const char *attr)
-{
-	char buf[PATH_MAX];
-
-	if (read_attr(base, attr, buf, sizeof(buf)) < 0) {
-		buf[0] = '\0';
-	}
-	return strdup(buf);
-}
-
-/* sysfs spells a '/' in a block device name as '!' (cciss!c0d0). */
-static void name_to_sysfs(const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", name);
-	for (char *p = buf; *p; p++) {
-		if (*p == '/') {
-			*p = '!';
-		}
-	}
-}
-
 static void name_from_sysfs(char *name)
 {
 	for (char *p = name; *p; p++) {
@@ -285,25 +92,6 @@ static void name_from_sysfs(char *name)
 			*p = '/';
 		}
 	}
-}
-
-/* The sysfs directory of a device: SYSFS/class/block/NAME (every disk and
- * partition), else SYSFS/block/NAME (disks only). */
-static int device_sysfs_dir(const char *sysfs, const char *name, char *buf, size_t len)
-{
-	char sname[DISKSTATS_NAME_MAX];
-
-	name_to_sysfs(name, sname, sizeof(sname));
-	if ((size_t)snprintf(buf, len, "%s/class/block/%s", sysfs, sname) >= len) {
-		return -ENAMETOOLONG;
-	}
-	if (access(buf, F_OK) == 0) {
-		return 0;
-	}
-	if ((size_t)snprintf(buf, len, "%s/block/%s", sysfs, sname) >= len) {
-		return -ENAMETOOLONG;
-	}
-	return access(buf, F_OK) == 0 ? 0 : -ENOENT;
 }
 
 /* The whole disk of a partition: the directory that contains it once the
@@ -335,58 +123,58 @@ static int cmp_strings(const void *a, const void *b)
 }
 
 /* The entries of DIR/slaves, sorted, as "a,b". */
-static int read_slaves(const char *dir, char **ret, unsigned *ret_n)
+static void free_names(char **names, size_t n)
 {
-	char path[PATH_MAX], *names[DEVICE_MAX_MEMBERS];
-	struct name_list list = {0};
+	for (size_t i = 0; names && i < n; i++) {
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
+{
+	char path[PATH_MAX], **names;
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
-	int r = 0;
 
+	*ret = NULL;
 	*ret_n = 0;
 	if ((size_t)snprintf(path, sizeof(path), "%s/slaves", dir) >= sizeof(path)) {
-		*ret = strdup("");
-		return *ret ? 0 : -ENOMEM;
+		return 0;
 	}
 	d = opendir(path);
-	if (d) {
-		while ((de = readdir(d)) && n < ELEMENTSOF(names)) {
-			if (de->d_name[0] == '.') {
-				continue;
-			}
-			names[n] = strdup(de->d_name);
-			if (!names[n]) {
-				r = -ENOMEM;
-				break;
-			}
-			name_from_sysfs(names[n]);
-			n++;
-		}
+	if (!d) {
+		return 0;
+	}
+	names = calloc(DEVICE_MAX_MEMBERS, sizeof(*names));
+	if (!names) {
 		closedir(d);
-	}
-	qsort(names, n, sizeof(names[0]), cmp_strings);
-	for (size_t i = 0; i < n; i++) {
-		if (r == 0) {
-			r = name_list_add(&list, names[i]);
-		}
-		free(names[i]);
-	}
-	if (r < 0) {
-		free(list.s);
-		return r;
-	}
-	*ret = name_list_take(&list);
-	if (!*ret) {
 		return -ENOMEM;
 	}
+	while ((de = readdir(d)) && n < DEVICE_MAX_MEMBERS) {
+		if (de->d_name[0] == '.') {
+			continue;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			closedir(d);
+			free_names(names, n);
+			return -ENOMEM;
+		}
+		name_from_sysfs(names[n]);
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_strings);
+	*ret = names;
 	*ret_n = (unsigned)n;
 	return 0;
 }
 
 static void topology_device_done(struct topology_device *d)
 {
-	free(d->topo.members);
+	free_names(d->topo.members, d->topo.n_members);
 	free(d->topo.mountpoints);
 	free(d->topo.model);
 	free(d->topo.physical_members);
@@ -405,8 +193,8 @@ static char *read_volume_id(const char *dir)
 	char serial[128], id[EBS_NVME_VOLUME_ID_MAX] = "";
 
 	if (dir &&
-	    (read_attr(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
-	     read_attr(dir, "serial", serial, sizeof(serial)) >= 0) &&
+	    (sysfs_attr_read(dir, "device/serial", serial, sizeof(serial)) >= 0 ||
+	     sysfs_attr_read(dir, "serial", serial, sizeof(serial)) >= 0) &&
 	    ebs_nvme_is_volume_serial(serial)) {
 		ebs_nvme_volume_id_from_serial(serial, id);
 	}
@@ -418,12 +206,12 @@ static char *read_volume_id(const char *dir)
 static void read_kind(struct topology_device *d, const char *dir)
 {
 	d->topo.kind = DEVICE_KIND_DISK;
-	if (dir && has_attr(dir, "partition")) {
+	if (dir && sysfs_attr_exists(dir, "partition")) {
 		d->topo.kind = DEVICE_KIND_PARTITION;
 		partition_parent(dir, d->topo.parent, sizeof(d->topo.parent));
-	} else if ((dir && has_attr(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
+	} else if ((dir && sysfs_attr_exists(dir, "md")) || (!dir && has_prefix_number(d->name, "md"))) {
 		d->topo.kind = DEVICE_KIND_MD;
-	} else if ((dir && has_attr(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
+	} else if ((dir && sysfs_attr_exists(dir, "dm")) || has_prefix_number(d->name, "dm-")) {
 		d->topo.kind = DEVICE_KIND_DM;
 	} else if (d->major == 7 || has_prefix_number(d->name, "loop")) {
 		d->topo.kind = DEVICE_KIND_LOOP;
@@ -439,20 +227,20 @@ static int read_device(const char *sysfs, struct topology_device *d)
 	bool has_dir;
 	int r;
 
-	has_dir = device_sysfs_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
+	has_dir = sysfs_block_dir(sysfs, d->name, dir, sizeof(dir)) == 0;
 	read_kind(d, has_dir ? dir : NULL);
 
 	d->topo.raid_level =
-	    has_dir && d->topo.kind == DEVICE_KIND_MD ? read_string_attr(dir, "md/level") : strdup("");
+	    has_dir && d->topo.kind == DEVICE_KIND_MD ? sysfs_attr_strdup(dir, "md/level") : strdup("");
 	d->topo.dm_name =
-	    has_dir && d->topo.kind == DEVICE_KIND_DM ? read_string_attr(dir, "dm/name") : strdup("");
+	    has_dir && d->topo.kind == DEVICE_KIND_DM ? sysfs_attr_strdup(dir, "dm/name") : strdup("");
 	d->backing_file = has_dir && d->topo.kind == DEVICE_KIND_LOOP
-			      ? read_string_attr(dir, "loop/backing_file")
+			      ? sysfs_attr_strdup(dir, "loop/backing_file")
 			      : strdup("");
 	if (!d->topo.raid_level || !d->topo.dm_name || !d->backing_file) {
 		return -ENOMEM;
 	}
-	if (has_dir && read_u64_attr(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
+	if (has_dir && sysfs_attr_u64(dir, "size", &v) >= 0 && v <= UINT64_MAX / 512) {
 		d->topo.size_bytes = v * 512;
 	}
 	d->is_unused_loop =
@@ -463,26 +251,21 @@ static int read_device(const char *sysfs, struct topology_device *d)
 		if (r < 0) {
 			return r;
 		}
-	} else {
-		d->topo.members = strdup("");
-		if (!d->topo.members) {
-			return -ENOMEM;
-		}
 	}
 
 	/* queue/ and device/ belong to the whole disk */
 	if (d->topo.kind == DEVICE_KIND_PARTITION && d->topo.parent[0] != '\0') {
-		has_dir = device_sysfs_dir(sysfs, d->topo.parent, qdir, sizeof(qdir)) == 0;
+		has_dir = sysfs_block_dir(sysfs, d->topo.parent, qdir, sizeof(qdir)) == 0;
 	} else {
 		snprintf(qdir, sizeof(qdir), "%s", dir);
 	}
-	if (has_dir && read_u64_attr(qdir, "queue/logical_block_size", &v) >= 0 && v <= UINT32_MAX) {
+	if (has_dir && sysfs_attr_u64(qdir, "queue/logical_block_size", &v) >= 0 && v <= UINT32_MAX) {
 		d->topo.logical_block_size = (unsigned)v;
 	}
-	if (has_dir && read_u64_attr(qdir, "queue/rotational", &v) >= 0) {
+	if (has_dir && sysfs_attr_u64(qdir, "queue/rotational", &v) >= 0) {
 		d->topo.is_rotational = v != 0;
 	}
-	d->topo.model = has_dir ? read_string_attr(qdir, "device/model") : strdup("");
+	d->topo.model = has_dir ? sysfs_attr_strdup(qdir, "device/model") : strdup("");
 	d->topo.volume_id = read_volume_id(has_dir ? qdir : NULL);
 	if (!d->topo.model || !d->topo.volume_id) {
 		return -ENOMEM;
@@ -543,20 +326,11 @@ static int collect_physical(const struct topology *t, const char *name, unsigned
 	if (d->topo.n_members == 0) {
 		return name_list_add(out, name);
 	}
-	for (const char *p = d->topo.members; *p;) {
-		char member[DISKSTATS_NAME_MAX];
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		snprintf(member, sizeof(member), "%.*s", (int)len, p);
-		r = collect_physical(t, member, depth + 1, out);
+	for (unsigned k = 0; k < d->topo.n_members; k++) {
+		r = collect_physical(t, d->topo.members[k], depth + 1, out);
 		if (r < 0) {
 			return r;
 		}
-		if (!comma) {
-			break;
-		}
-		p = comma + 1;
 	}
 	return 0;
 }
@@ -580,20 +354,11 @@ static int link_devices(struct topology *t)
 			if (!d->members) {
 				return -ENOMEM;
 			}
-			for (const char *s = d->topo.members; *s;) {
-				char member[DISKSTATS_NAME_MAX];
-				const char *comma = strchr(s, ',');
-				size_t len = comma ? (size_t)(comma - s) : strlen(s);
-
-				snprintf(member, sizeof(member), "%.*s", (int)len, s);
-				p = topology_find(t, member);
-				if (p && d->n_members < d->topo.n_members) {
+			for (unsigned k = 0; k < d->topo.n_members; k++) {
+				p = topology_find(t, d->topo.members[k]);
+				if (p) {
 					d->members[d->n_members++] = (size_t)(p - t->devices);
 				}
-				if (!comma) {
-					break;
-				}
-				s = comma + 1;
 			}
 		}
 		if (d->topo.kind == DEVICE_KIND_PARTITION || d->topo.n_members > 0) {

@@ -86,6 +86,8 @@ struct run {
 	bool end_fsync;
 	uint64_t seed;
 	dev_t directory_dev;
+	dev_t block_size_dev; /* probe_options' */
+	unsigned logical_block_size;
 	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
 	struct iogen gen;
 

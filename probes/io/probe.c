@@ -30,6 +30,7 @@
 #include "errstr.h"
 #include "refcount.h"
 #include "splitmix.h"
+#include "sysfs.h"
 #include "timeutil.h"
 
 uint64_t probe_rng_next(uint64_t *state)
@@ -124,24 +125,15 @@ int probe_parse_block_size(const char *s, unsigned *ret)
 	return 0;
 }
 
-static int sysfs_dev_attr(const char *sysfs, dev_t dev, const char *attr, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-
-	if (major(dev) == 0) {
-		return -ENOENT; /* anonymous device: tmpfs, btrfs, overlayfs */
-	}
-	snprintf(path, sizeof(path), "%s/dev/block/%u:%u/%s", sysfs, major(dev), minor(dev), attr);
-	return read_one_line(path, buf, len);
-}
-
 unsigned probe_logical_block_size(const char *sysfs, dev_t dev)
 {
-	char buf[32];
+	char dir[PATH_MAX], buf[32];
 	unsigned v;
 
-	if ((sysfs_dev_attr(sysfs, dev, "queue/logical_block_size", buf, sizeof(buf)) >= 0 ||
-	     sysfs_dev_attr(sysfs, dev, "../queue/logical_block_size", buf, sizeof(buf)) >= 0) &&
+	/* a partition's queue/ is its disk's */
+	if (sysfs_devnum_dir(sysfs, major(dev), minor(dev), dir, sizeof(dir)) == 0 &&
+	    (sysfs_attr_read(dir, "queue/logical_block_size", buf, sizeof(buf)) >= 0 ||
+	     sysfs_attr_read(dir, "../queue/logical_block_size", buf, sizeof(buf)) >= 0) &&
 	    probe_parse_block_size(buf, &v) == 0) {
 		return v;
 	}

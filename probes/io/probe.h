@@ -91,6 +91,11 @@ struct probe_options {
 	dev_t directory_dev;   /* not 0: DIRECTORY must still be on this filesystem
 				* (-EXDEV otherwise), see probefile_open_directory() */
 	uint64_t timeout_usec; /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
+	/* the logical block size the topology read for device block_size_dev:
+	 * taken when the target is on that device; otherwise (0, another
+	 * device, an anonymous filesystem) the run reads sysfs itself */
+	dev_t block_size_dev;
+	unsigned logical_block_size;
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only

@@ -77,6 +77,16 @@ static bool layout_should_stop(void *userdata)
 	return run_is_cancelled(r) || now_nsec(CLOCK_MONOTONIC) >= r->prepare_deadline_ns;
 }
 
+/* The logical block size of device dev, which the target is on: the
+ * topology's when the caller passed it for that device, else sysfs's. */
+static unsigned run_block_size(const struct run *r, dev_t dev)
+{
+	if (r->logical_block_size != 0 && r->block_size_dev == dev) {
+		return r->logical_block_size;
+	}
+	return probe_logical_block_size(r->sysfs, dev);
+}
+
 /* Every I/O size and offset must suit the device's logical block size. */
 static int run_check_block_size(struct run *r, struct probe_result *res, unsigned lbs)
 {
@@ -170,8 +180,7 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (fstat(r->fds[0], &st) < 0) {
 		return -errno;
 	}
-	k = run_check_block_size(r, res,
-				 probe_logical_block_size(r->sysfs, r->filename ? st.st_rdev : st.st_dev));
+	k = run_check_block_size(r, res, run_block_size(r, r->filename ? st.st_rdev : st.st_dev));
 	if (k < 0) {
 		return k;
 	}
@@ -504,6 +513,8 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 	run_copy_keys(r, pc, o);
 	r->seed = o && o->seed ? o->seed : 0;
 	r->directory_dev = o ? o->directory_dev : 0;
+	r->block_size_dev = o ? o->block_size_dev : 0;
+	r->logical_block_size = o ? o->logical_block_size : 0;
 	if (r->seed == 0 && getrandom(&r->seed, sizeof(r->seed), GRND_NONBLOCK) != sizeof(r->seed)) {
 		r->seed = now_nsec(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32);
 	}

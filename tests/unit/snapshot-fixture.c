@@ -20,12 +20,17 @@
 
 #define T0_USEC 1700000000250000ULL /* when the sample was taken */
 
+static char *md0_members[] = {"nvme2n1", "nvme3n1", NULL};
+
 /* The strings are the fixture's (string literals): a sampler snapshot
  * without a topology owns none. */
-static void topo(struct device_state *d, enum device_kind kind, char *members, char *mounts, char *model)
+static void topo(struct device_state *d, enum device_kind kind, char **members, char *mounts, char *model)
 {
 	d->topo.kind = kind;
 	d->topo.members = members;
+	for (d->topo.n_members = 0; members && members[d->topo.n_members];) {
+		d->topo.n_members++;
+	}
 	d->topo.mountpoints = mounts;
 	d->topo.model = model;
 	d->topo.physical_members = "";
@@ -99,7 +104,7 @@ static struct sampler_snapshot *fixture_samples(void)
 	    .flush_ms = 99,
 	};
 	rates(&d->rates, 2950.5, 49.5, 1.0, 31.75);
-	topo(d, DEVICE_KIND_DISK, "", "/data", "Amazon Elastic Block Store");
+	topo(d, DEVICE_KIND_DISK, NULL, "/data", "Amazon Elastic Block Store");
 	d->topo.size_bytes = 107374182400ULL;
 	d->topo.logical_block_size = 512;
 	d->ceiling = (struct device_ceiling){
@@ -139,7 +144,7 @@ static struct sampler_snapshot *fixture_samples(void)
 	    .writes = 5,
 	    .write_sectors = 40,
 	};
-	topo(d, DEVICE_KIND_PARTITION, "", "/mnt/we\"ird\\path\nx\xff", "");
+	topo(d, DEVICE_KIND_PARTITION, NULL, "/mnt/we\"ird\\path\nx\xff", "");
 	snprintf(d->topo.parent, sizeof(d->topo.parent), "nvme1n1");
 	d->ceiling.iops_limit_ratio = NAN;
 	d->ceiling.throughput_limit_ratio = NAN;
@@ -159,7 +164,7 @@ static struct sampler_snapshot *fixture_samples(void)
 	rates(&d->rates, 1500, 500, 0, 0);
 	d->has_member_rates = true;
 	rates(&d->member_rates, 750, 250, 0.88, 12.5);
-	topo(d, DEVICE_KIND_MD, "nvme2n1,nvme3n1", "/srv", "");
+	topo(d, DEVICE_KIND_MD, md0_members, "/srv", "");
 	d->topo.size_bytes = 214748364800ULL;
 	d->topo.logical_block_size = 4096;
 	d->ceiling.iops_limit_ratio = NAN;

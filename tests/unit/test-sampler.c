@@ -77,7 +77,9 @@ static void test_md0_members_reproduce_the_fio_run(void **state)
 	assert_float_equal(md->member_rates.queue_depth, (140400.0 + 158400.0) / 2 / 60000, EPS);
 	assert_false(f->has_member_rates);
 
-	assert_string_equal(md->topo.members, "xvdf,xvdg");
+	assert_int_equal(md->topo.n_members, 2);
+	assert_string_equal(md->topo.members[0], "xvdf");
+	assert_string_equal(md->topo.members[1], "xvdg");
 	assert_string_equal(md->topo.mountpoints, "/data,/srv/backup");
 	assert_int_equal(md->topo.kind, DEVICE_KIND_MD);
 	assert_int_equal(s1->samples_total, 2);

@@ -116,8 +116,9 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	const struct topology_device *dm = get(t, "dm-0");
 
 	assert_int_equal(md->topo.kind, DEVICE_KIND_MD);
-	assert_string_equal(md->topo.members, "xvdf,xvdg");
 	assert_int_equal(md->topo.n_members, 2);
+	assert_string_equal(md->topo.members[0], "xvdf");
+	assert_string_equal(md->topo.members[1], "xvdg");
 	assert_int_equal(md->n_members, 2);
 	assert_ptr_equal(&t->devices[md->members[0]], get(t, "xvdf"));
 	assert_ptr_equal(&t->devices[md->members[1]], get(t, "xvdg"));
@@ -128,7 +129,8 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	 * member its disk */
 	assert_int_equal(dm->topo.kind, DEVICE_KIND_DM);
 	assert_string_equal(dm->topo.dm_name, "vg0-data");
-	assert_string_equal(dm->topo.members, "nvme0n1p2");
+	assert_int_equal(dm->topo.n_members, 1);
+	assert_string_equal(dm->topo.members[0], "nvme0n1p2");
 	assert_string_equal(dm->topo.physical_members, "nvme0n1");
 	assert_ptr_equal(topology_find_dm_name(t, "vg0-data"), dm);
 	topology_unref(t);
@@ -256,7 +258,7 @@ static void test_device_missing_from_sysfs_gets_defaults(void **state)
 	assert_int_equal(topology_build("/nonexistent", sys, a, 2, &t), 0);
 	assert_int_equal(get(t, "sde")->topo.kind, DEVICE_KIND_DISK);
 	assert_string_equal(get(t, "sde")->topo.model, "");
-	assert_string_equal(get(t, "sde")->topo.members, "");
+	assert_int_equal(get(t, "sde")->topo.n_members, 0);
 	assert_string_equal(get(t, "sde")->topo.mountpoints, "");
 	assert_int_equal(get(t, "sde")->topo.logical_block_size, 0);
 	assert_int_equal(get(t, "md1")->topo.kind, DEVICE_KIND_MD);
