@@ -308,9 +308,13 @@ class Cloud:
                   lab_limit="the TCG guest did not submit the burst over the three volumes")
             self.fio.stop(tag)
             return
-        time.sleep(25)
+        # the shared detector's window (20 s) after the drop, and a scrape
+        time.sleep(max(0, drop[0] + 30 - time.time()))
         inside = [v for t, v in rates() if top[0] + 2 <= t <= drop[0] - 2]
         burst_rate = statistics.mean(inside) if inside else None
+        short = None if within(burst_rate, 3 * C, 0.03) else (
+            f"QEMU let {fmt(burst_rate, '.0f')} I/O/s through to the group during its burst, not {3 * C}: the TCG "
+            "guest did not submit the burst over the three volumes")
         flag = [(lab, pts) for lab, pts in self.shared_series("iopsd_shared_ceiling_throttled", t0)
                 if any(v == 1 for _, v in pts)]
         during = [v for _, pts in flag for t, v in pts if t < drop[0] - 1]
@@ -321,20 +325,25 @@ class Cloud:
             got[n] = s[0][1][-1][1] if s and s[0][1] else None
         if not second:
             check(tag, "the group's base flagged as the shared ceiling after the burst",
-                  bool(after) and min(after) - drop[0] <= 20, f"{fmt(min(after) - drop[0] if after else None)} s",
-                  "<= 20 s after QEMU's drop", detection=True)
+                  bool(after) and min(after) - drop[0] <= 25, f"{fmt(min(after) - drop[0] if after else None)} s",
+                  "<= 25 s after QEMU's drop (a 20-s window)", lab_limit=short, detection=True)
             check(tag, "the shared bucket's burst rate, learned", within(got["burst_iops_estimate"], burst_rate or 0,
                                                                           0.03),
-                  f"{fmt(got['burst_iops_estimate'])} (QEMU {fmt(burst_rate)})", "QEMU's +- 3%", detection=True)
+                  f"{fmt(got['burst_iops_estimate'])} (QEMU {fmt(burst_rate)})", "QEMU's +- 3%", lab_limit=short,
+                  detection=True)
             check(tag, "the shared bucket's base, learned", within(got["burst_base_iops_estimate"], 1.5 * C, 0.02),
-                  fmt(got["burst_base_iops_estimate"]), f"{3 * C // 2} +- 2%", detection=True)
+                  fmt(got["burst_base_iops_estimate"]), f"{3 * C // 2} +- 2%", lab_limit=short, detection=True)
             ex = got["burst_exhausted_timestamp_seconds"]
             ex = ex - self.clock_offset if ex else None
             check(tag, "when the shared burst ran out (vs QEMU's drop)", ex is not None and abs(ex - drop[0]) <= 3,
-                  f"{fmt(ex - drop[0] if ex else None, '+.1f')} s", "within 3 s", detection=True)
+                  f"{fmt(ex - drop[0] if ex else None, '+.1f')} s", "within 3 s", lab_limit=short, detection=True)
         else:
-            check(tag, "the second burst, after a refill, is not flagged", not any(during),
-                  f"{sum(1 for v in during if v)} of {len(during)} s flagged", "0")
+            # told apart by the bucket learned from the first: without one
+            # there is nothing to judge
+            learned = got["burst_iops_estimate"] is not None
+            check(tag, "the second burst, after a refill, is not flagged (the shared bucket learned)",
+                  learned and not any(during), f"{sum(1 for v in during if v)} of {len(during)} s flagged; "
+                  f"learned burst {fmt(got['burst_iops_estimate'])}", "0, with a learned bucket", lab_limit=short)
         self.fio.stop(tag)
         self.burst_ended = time.time()
 
