@@ -349,9 +349,18 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 	for (size_t i = 0; a && ss && i < ss->n_shared; i++) {
 		const struct shared_ceiling_group *g = &ss->shared[i];
 
-		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b}", "devices", list(g->devices),
+		json_t *burst =
+		    g->has_burst
+			? json_pack("{s:o,s:o,s:o,s:o}", "iops_estimate", num(g->burst_iops_estimate),
+				    "base_iops_estimate", num(g->burst_base_iops_estimate),
+				    "credits_estimate", num(g->burst_credits_estimate), "exhausted_time",
+				    g->burst_exhausted_usec ? seconds(g->burst_exhausted_usec) : json_null())
+			: json_null();
+
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b,s:o}", "devices", list(g->devices),
 						       "iops_estimate", num_or_null(g->iops_estimate), "iops",
-						       num(g->iops), "throttled", g->is_throttled)) < 0) {
+						       num(g->iops), "throttled", g->is_throttled, "burst",
+						       burst)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
