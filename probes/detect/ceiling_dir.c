@@ -97,6 +97,23 @@ static void decide(const struct device_limits *lim, const struct device_rates *r
 	ret->write_iops_estimate = ret->verdict.is_write_flagged ? wr->iops_ceiling_estimate : 0;
 }
 
+/* A verdict holds while the load is away (the estimates it judged persist
+ * too): the latest that named a resource stands until another does. */
+static void keep_last(struct ceiling_dir *cd, struct ceiling_dir_result *ret)
+{
+	if (ret->verdict.resource != CEILING_RESOURCE_NONE) {
+		cd->last = ret->verdict;
+		cd->last_read_estimate = ret->read_iops_estimate;
+		cd->last_write_estimate = ret->write_iops_estimate;
+		return;
+	}
+	ret->verdict = cd->last;
+	ret->read_iops_estimate = cd->last_read_estimate;
+	ret->write_iops_estimate = cd->last_write_estimate;
+	/* flagged only while a plateau holds */
+	ret->verdict.is_read_flagged = ret->verdict.is_write_flagged = false;
+}
+
 void ceiling_dir_update(struct ceiling_dir *cd, const struct ceiling_params *p,
 			const struct device_limits *lim, double threshold, const struct device_rates *r,
 			const struct device_ceiling *total, struct ceiling_dir_result *ret)
@@ -111,4 +128,5 @@ void ceiling_dir_update(struct ceiling_dir *cd, const struct ceiling_params *p,
 	ret->average_io_bytes = ios > 0 ? (r->read_bytes_per_sec + r->write_bytes_per_sec) / ios : 0;
 	against_limits(cd, lim, threshold, r, ret);
 	decide(lim, r, total, &rd, &wd, ret);
+	keep_last(cd, ret);
 }

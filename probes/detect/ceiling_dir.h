@@ -18,10 +18,14 @@
 struct ceiling_dir {
 	struct ceiling_state read, write;
 	double at_ceiling_read_sec, at_ceiling_write_sec; /* declared read/write IOPS limits */
+	/* the last verdict that named a resource, kept as estimates are kept
+	 * while the load is away, until another names a different one */
+	struct ceiling_verdict last;
+	double last_read_estimate, last_write_estimate;
 };
 
 struct ceiling_dir_result {
-	struct ceiling_verdict verdict;
+	struct ceiling_verdict verdict; /* the last one that named a resource (see struct ceiling_dir) */
 	double read_iops_estimate, write_iops_estimate; /* 0: none */
 	double average_io_bytes;			/* of the interval, both directions; 0 when idle */
 	double provider_iops;	 /* I/Os weighted by size in units; NAN without a unit */

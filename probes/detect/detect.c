@@ -230,6 +230,7 @@ static void update_directions(struct detect *d, struct detect_dev *dd, const str
 	c->resource = ceiling_resource_to_string(v->resource);
 	c->read_iops_estimate = res.read_iops_estimate;
 	c->write_iops_estimate = res.write_iops_estimate;
+	/* the directions' own caps, or a throughput cap: the total is their shadow */
 	c->is_throttled |= v->is_read_flagged || v->is_write_flagged;
 	if (v->resource != CEILING_RESOURCE_NONE && !v->has_iops_ceiling &&
 	    v->resource != CEILING_RESOURCE_IOPS) {

@@ -81,6 +81,28 @@ static void test_separate_read_and_write_caps_each_flagged(void **state)
 	assert_near(x.out.iops_ceiling_estimate, 900, 0.02);
 }
 
+/* The verdict stays with the estimates while the load is away (the rerun
+ * of the lab's scenario found the total of 900 back once its load fell
+ * short), until a load shows another. */
+static void test_the_verdict_outlasts_the_load(void **state)
+{
+	struct run x;
+	struct device_rates idle = rw_rates(0, 0, 4096, 0);
+
+	run(&x, NULL, 600, 300, 4096, 16, 16, 30);
+	for (unsigned i = 0; i < 10; i++) {
+		ceiling_update(&x.total, &x.p, NULL, &idle, &x.out);
+		ceiling_dir_update(&x.dir, &x.p, NULL, 0.95, &idle, &x.out, &x.res);
+	}
+	assert_int_equal(x.res.verdict.resource, CEILING_RESOURCE_WRITE_IOPS);
+	assert_false(x.res.verdict.has_iops_ceiling);
+	assert_false(x.res.verdict.is_read_flagged || x.res.verdict.is_write_flagged);
+	assert_near(x.res.read_iops_estimate, 600, 0.02);
+	assert_near(x.res.write_iops_estimate, 300, 0.02);
+	assert_near(x.out.iops_ceiling_estimate, 900,
+		    0.02); /* the total's, which detect.c does not publish */
+}
+
 static void test_one_total_cap_is_not_split(void **state)
 {
 	struct run x;
@@ -140,6 +162,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_separate_read_and_write_caps_each_flagged),
+	    cmocka_unit_test(test_the_verdict_outlasts_the_load),
 	    cmocka_unit_test(test_one_total_cap_is_not_split),
 	    cmocka_unit_test(test_throughput_cap_under_64k_reads),
 	    cmocka_unit_test(test_declared_direction_limits_get_their_ratios_and_seconds),
