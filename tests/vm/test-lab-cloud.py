@@ -245,7 +245,11 @@ class Cloud:
                 check("rw", "no total ceiling of 900 claimed", tot is None or not within(tot, r + w, 0.05), fmt(tot),
                       f"none near {r + w}", lab_limit=short)
             else:
-                lim = dev.get("limits") or {}
+                # the median of 10 s: a TCG second short of the cap is made
+                # up in the next, over it (QEMU's bucket)
+                rr = sampled(self.lab, d, 10, lambda x: dig(x, "limits", "read_iops_ratio"))
+                wr = sampled(self.lab, d, 10, lambda x: dig(x, "limits", "write_iops_ratio"))
+                lim = {"read_iops_ratio": median(rr), "write_iops_ratio": median(wr)}
                 atc = {k: rs for k in ("read_iops", "write_iops")
                        for rs in [self.rec.series("main", "iopsd_device_at_ceiling_seconds_total", t1 - 15,
                                                   device=d, resource=k)]}
