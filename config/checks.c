@@ -18,6 +18,14 @@ static double mib(uint64_t bytes)
 	return (double)bytes / (double)(1ULL << 20);
 }
 
+uint64_t config_probe_file_bytes(const struct probe_config *pc)
+{
+	uint64_t files = pc->filename ? 1 : pc->nrfiles;
+
+	/* the run's fd, and a read and a write position per job */
+	return files * (sizeof(int) + 2 * sizeof(uint64_t) * pc->numjobs);
+}
+
 /* Bounds on what a configuration makes the daemon allocate. */
 static void check_memory_limits(struct parser *p)
 {
@@ -37,13 +45,15 @@ static void check_memory_limits(struct parser *p)
 	for (size_t i = 0; i < c->n_probes; i++) {
 		const struct probe_config *pc = &c->probes[i];
 
-		/* every job holds iodepth buffers of bs bytes while it runs */
-		buffers += pc->bs * pc->iodepth * pc->numjobs;
+		/* every job holds iodepth buffers of bs bytes while it runs, and
+		 * a run a descriptor per file and each job its positions in it */
+		buffers += pc->bs * pc->iodepth * pc->numjobs + config_probe_file_bytes(pc);
 		if (buffers > c->max_probe_memory) {
 			parser_error(
 			    p, pc->line,
-			    "[%s]: the probes up to here need %.1f MiB of I/O buffers (bs * iodepth * "
-			    "numjobs, summed), more than max_probe_memory=%.1f MiB",
+			    "[%s]: the probes up to here need %.1f MiB of I/O buffers and file state (bs * "
+			    "iodepth * numjobs, and nrfiles * (4 + 16 * numjobs) bytes, summed), more than "
+			    "max_probe_memory=%.1f MiB",
 			    pc->name, mib(buffers), mib(c->max_probe_memory));
 			break;
 		}

@@ -66,6 +66,72 @@ enum {
 	_PROBE_DIR_MAX,
 };
 
+/* fio's random_distribution: which offsets a random job picks. */
+enum probe_dist_type {
+	PROBE_DIST_RANDOM, /* uniform (fio's default) */
+	PROBE_DIST_ZIPF,
+	PROBE_DIST_PARETO,
+	PROBE_DIST_NORMAL,
+	PROBE_DIST_ZONED,     /* zones in percent of the region */
+	PROBE_DIST_ZONED_ABS, /* zones in bytes */
+	_PROBE_DIST_MAX,
+};
+#define PROBE_DIST_ZONES_MAX 64
+struct probe_dist {
+	enum probe_dist_type type;
+	double param;  /* zipf's theta, pareto's h, normal's deviation in percent */
+	double center; /* zipf, pareto, normal: 0..1 where the hot spot is, -1: random */
+	unsigned n_zones;
+	struct {
+		unsigned access_pct; /* share of the I/Os, the zones' add up to 100 */
+		uint64_t size;	     /* zoned: percent of the region; zoned_abs: bytes */
+	} zones[PROBE_DIST_ZONES_MAX];
+};
+
+/* fio's workload keys beyond the I/O pattern: pacing, pauses, the content
+ * of writes and I/O priorities (config/fio.h: fio_parse_workload()). */
+#define PROBE_PATTERN_MAX 512
+struct probe_workload {
+	bool is_poisson;		    /* rate_process=poisson */
+	uint64_t thinktime_usec;	    /* pause after each thinktime_blocks I/Os */
+	uint64_t thinktime_spin_usec;	    /* of which spent spinning on the CPU */
+	unsigned thinktime_blocks;	    /* 0: 1 */
+	bool is_thinktime_issue;	    /* thinktime_blocks_type=issue (else complete) */
+	uint64_t thinktime_iotime_usec;	    /* pause only after this much I/O time */
+	uint8_t pattern[PROBE_PATTERN_MAX]; /* buffer_pattern */
+	unsigned pattern_len;		    /* 0: none */
+	unsigned compress_pct;		    /* buffer_compress_percentage */
+	uint64_t compress_chunk;	    /* buffer_compress_chunk, 0: 512 */
+	unsigned dedupe_pct;		    /* dedupe_percentage */
+	bool is_dedupe_working_set;	    /* dedupe_mode=working_set (else repeat) */
+	unsigned dedupe_ws_pct;		    /* dedupe_working_set_percentage, 0: 5 */
+	bool is_dedupe_global;		    /* dedupe_global */
+	unsigned prioclass, prio;	    /* ioprio of the job's I/O, when has_*: */
+	bool has_prioclass, has_prio;
+	unsigned cmdprio_pct[_PROBE_DIR_MAX]; /* cmdprio_percentage */
+	unsigned cmdprio_class[_PROBE_DIR_MAX], cmdprio[_PROBE_DIR_MAX];
+	bool has_cmdprio_class[_PROBE_DIR_MAX], has_cmdprio[_PROBE_DIR_MAX];
+	struct {
+		uint64_t bs;
+		unsigned pct;	   /* of the I/Os of this size */
+		unsigned cls, lvl; /* when has_prio, else cmdprio_class/cmdprio's */
+		bool has_prio;
+	} cmdprio_split[_PROBE_DIR_MAX][PROBE_BSSPLIT_MAX]; /* cmdprio_bssplit */
+	unsigned n_cmdprio_split[_PROBE_DIR_MAX];
+	char wait_for[128]; /* --once: start after the job of this name ends, "" none */
+	unsigned flow;	    /* weight in its flow_id's share of the I/Os, 0: none */
+	unsigned flow_id;
+	uint64_t flow_sleep_usec;		 /* a held job's pause */
+	bool has_ss;				 /* steadystate= (ss=) */
+	bool is_ss_iops, is_ss_slope, is_ss_pct; /* iops or bw; slope or mean deviation; a percent */
+	double ss_limit;
+	uint64_t ss_dur_usec, ss_ramp_usec; /* ss_dur (1 to 300 s), ss_ramp */
+	uint64_t latency_target_usec;	    /* find the deepest queue that meets it, 0: none */
+	uint64_t latency_window_usec;	    /* each depth's trial */
+	double latency_percentile;	    /* of the window's I/Os within target, 0: 100 */
+	bool is_latency_run;		    /* latency_run: keep adjusting, not stop at the depth */
+};
+
 /* Where a probe's budget keys and interval were set (0: not given; a key
  * inherited from [global] has the [global] line), for the fitting notices. */
 struct probe_key_lines {
@@ -77,14 +143,18 @@ struct probe_config {
 	unsigned line; /* line of the [section] header */
 	enum probe_rw rw;
 	enum probe_engine ioengine;
-	uint64_t bs;			       /* bytes, 512..16 MiB, multiple of 512: the largest I/O */
-	uint64_t bs_rw[_PROBE_DIR_MAX];	       /* bs= of reads and writes (fio's "4k,8k") */
-	struct probe_bs bsdir[_PROBE_DIR_MAX]; /* the sizes each direction uses */
-	uint64_t blockalign;		       /* random offsets' alignment, 0: the smallest I/O */
-	uint64_t size;			       /* region of each file, or of a raw device (0: whole device) */
-	uint64_t filesize;		       /* size of each probe file, 0: from size */
-	unsigned nrfiles;		       /* probe files, 1..1024 */
-	uint64_t offset;		       /* start of the I/O region in each file or the device */
+	uint64_t bs;				/* bytes, 512..16 MiB, multiple of 512: the largest I/O */
+	uint64_t bs_rw[_PROBE_DIR_MAX];		/* bs= of reads and writes (fio's "4k,8k") */
+	struct probe_bs bsdir[_PROBE_DIR_MAX];	/* the sizes each direction uses */
+	struct probe_dist dist[_PROBE_DIR_MAX]; /* random offsets of each direction */
+	int64_t rw_seq_add; /* rw=read:8k: bytes skipped after each I/O (< 0: backwards) */
+	unsigned rw_seq_nr; /* rw=randread:8: I/Os per new random offset, 0: each */
+	struct probe_workload wl;
+	uint64_t blockalign;		     /* random offsets' alignment, 0: the smallest I/O */
+	uint64_t size;			     /* region of each file, or of a raw device (0: whole device) */
+	uint64_t filesize;		     /* size of each probe file, 0: from size */
+	unsigned nrfiles;		     /* probe files, 1.. (max_probe_memory bounds them) */
+	uint64_t offset;		     /* start of the I/O region in each file or the device */
 	uint64_t offset_increment;	     /* job N starts at offset + N * this (0: see probe_job_region) */
 	uint64_t io_size;		     /* --once: bytes per job and loop when not time_based, 0: size */
 	char *directory;		     /* file target: DIRECTORY/.iopsd/NAME.dat */
@@ -164,7 +234,7 @@ struct config {
 	uint64_t connection_timeout_usec;
 	unsigned max_devices;
 	uint64_t max_history_memory; /* bytes: one device's history must fit */
-	uint64_t max_probe_memory;   /* bytes: bs * iodepth * numjobs summed over probes */
+	uint64_t max_probe_memory;   /* bytes: I/O buffers and per-file state summed over probes */
 	uint64_t max_history_points; /* points in one /api/v1/history answer */
 
 	struct probe_config *probes;
@@ -193,6 +263,10 @@ int config_load_file(const char *path, struct config_errors *errs, struct config
 
 /* Same, from text in memory; `name` is used as FILE in messages. */
 int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret);
+
+/* What a probe's files cost in memory (a descriptor per file, a read and a
+ * write position per file per job): counted against max_probe_memory. */
+uint64_t config_probe_file_bytes(const struct probe_config *pc);
 
 /* The embedded default: every device sampled, one gentle 4k random-read
  * probe on the state directory's filesystem. */

@@ -257,33 +257,57 @@ int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *r
 	return 0;
 }
 
-int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *err, size_t len)
+/* The ":N" of rw=MODE:N: a count of I/Os for a random mode, a size (may be
+ * negative: backwards) to skip after each I/O for a sequential one. */
+static int parse_rw_modifier(const char *key, const char *value, const char *mod, struct probe_config *pc,
+			     char *err, size_t len)
+{
+	uint64_t v;
+
+	if (probe_rw_is_random(pc->rw)) {
+		if (parse_uint64(mod, &v) < 0 || v == 0 || v > UINT32_MAX) {
+			return errstr_set(err, len, -EINVAL,
+					  "%s=%s: the I/Os before a new random offset must be a count from 1",
+					  key, value);
+		}
+		pc->rw_seq_nr = (unsigned)v;
+		return 0;
+	}
+	if (pc->rw == PROBE_RW_REWRITE || parse_size(mod + (*mod == '-'), &v) < 0 || v > INT64_MAX / 2) {
+		return errstr_set(err, len, -EINVAL,
+				  "%s=%s: expected MODE:SIZE (a hole after each I/O, -SIZE going backwards)",
+				  key, value);
+	}
+	pc->rw_seq_add = *mod == '-' ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+int fio_parse_rw(const char *key, const char *value, struct probe_config *pc, char *err, size_t len)
 {
 	static const char *const trims[] = {"trim", "randtrim", "trimwrite", "randtrimwrite"};
+	char mode[64];
+	const char *colon = strchr(value, ':');
 	int r;
 
-	if (strchr(value, ':')) {
-		return errstr_set(
-		    err, len, -EINVAL,
-		    "%s=%s: the ':' offset modifier (holes, or going backwards) is not supported", key,
-		    value);
-	}
+	snprintf(mode, sizeof(mode), "%.*s", colon ? (int)(colon - value) : (int)strlen(value), value);
 	for (size_t i = 0; i < ELEMENTSOF(trims); i++) {
-		if (strcmp(value, trims[i]) == 0) {
+		if (strcmp(mode, trims[i]) == 0) {
 			return errstr_set(err, len, -EINVAL,
 					  "%s=%s is refused: iopsd never trims (discards) blocks", key,
 					  value);
 		}
 	}
-	r = probe_rw_from_string(value);
+	r = probe_rw_from_string(mode);
 	if (r < 0) {
 		return errstr_set(err, len, -EINVAL,
 				  "invalid value '%s' for %s: expected read, write, randread, randwrite, rw, "
-				  "randrw or rewrite",
+				  "randrw or rewrite, with fio's optional :N offset modifier",
 				  value, key);
 	}
-	*ret = (enum probe_rw)r;
-	return 0;
+	pc->rw = (enum probe_rw)r;
+	pc->rw_seq_add = 0;
+	pc->rw_seq_nr = 0;
+	return colon ? parse_rw_modifier(key, value, colon + 1, pc, err, len) : 0;
 }
 
 /* Engines that are not a disk, by what they do instead. */
@@ -496,5 +520,141 @@ int fio_layout(const struct probe_config *pc, uint64_t device_size, struct fio_l
 		l.file_size = (l.file_size + 4095) / 4096 * 4096;
 	}
 	*ret = l;
+	return 0;
+}
+
+/* "0.5" or "" into a double in [lo, hi]. */
+static int parse_real(const char *s, double lo, double hi, double *ret)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* zoned:60/10:30/20:10/70 (percent of I/Os / percent of the region) or
+ * zoned_abs:60/20m:40/1g (sizes). */
+static int parse_zones(char *list, bool is_abs, struct probe_dist *ret)
+{
+	unsigned access = 0;
+	uint64_t size = 0;
+	char *save = NULL;
+
+	for (char *z = strtok_r(list, ":", &save); z; z = strtok_r(NULL, ":", &save)) {
+		char *slash = strchr(z, '/');
+		uint64_t a, sz;
+
+		if (!slash || ret->n_zones == PROBE_DIST_ZONES_MAX) {
+			return -EINVAL;
+		}
+		*slash = '\0';
+		if (!is_abs && slash[1] == '\0' && size < 100) {
+			sz = 100 - size; /* "20/": the rest of the region, as fio */
+		} else if (parse_uint64(z, &a) < 0 ||
+			   (is_abs ? parse_size(slash + 1, &sz) : parse_uint64(slash + 1, &sz)) < 0 ||
+			   sz == 0 || (!is_abs && sz > 100)) {
+			return -EINVAL;
+		}
+		if (parse_uint64(z, &a) < 0 || a > 100) {
+			return -EINVAL;
+		}
+		ret->zones[ret->n_zones].access_pct = (unsigned)a;
+		ret->zones[ret->n_zones].size = sz;
+		ret->n_zones++;
+		access += (unsigned)a;
+		size += sz;
+	}
+	/* as fio: the I/Os add up to 100%, the zones to at most the region */
+	return ret->n_zones > 0 && access == 100 && (is_abs || size <= 100) ? 0 : -EINVAL;
+}
+
+/* One direction's spec: random, zipf:THETA[:CENTER], pareto:H[:CENTER],
+ * normal:DEV[:CENTER], zoned:..., zoned_abs:... */
+static int parse_dist(char *s, struct probe_dist *ret)
+{
+	static const struct {
+		const char *name;
+		enum probe_dist_type type;
+		double lo, hi;
+	} kinds[] = {
+	    {"zipf", PROBE_DIST_ZIPF, 0.0, 1e3},
+	    {"pareto", PROBE_DIST_PARETO, 0.0, 1.0},
+	    {"normal", PROBE_DIST_NORMAL, 0.0, 100.0},
+	    {"gauss", PROBE_DIST_NORMAL, 0.0, 100.0},
+	};
+	struct probe_dist d = {.type = PROBE_DIST_RANDOM, .center = -1};
+	char *colon = strchr(s, ':'), *center;
+
+	if (strcmp(s, "random") == 0) {
+		*ret = d;
+		return 0;
+	}
+	if (!colon) {
+		return -EINVAL;
+	}
+	*colon++ = '\0';
+	if (strcmp(s, "zoned") == 0 || strcmp(s, "zoned_abs") == 0) {
+		d.type = strcmp(s, "zoned") == 0 ? PROBE_DIST_ZONED : PROBE_DIST_ZONED_ABS;
+		if (parse_zones(colon, d.type == PROBE_DIST_ZONED_ABS, &d) < 0) {
+			return -EINVAL;
+		}
+		*ret = d;
+		return 0;
+	}
+	center = strchr(colon, ':');
+	if (center) {
+		*center++ = '\0';
+	}
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+		if (strcmp(s, kinds[i].name) != 0) {
+			continue;
+		}
+		d.type = kinds[i].type;
+		/* zipf's theta 1 divides by zero in the generator; pareto's h is in (0, 1) */
+		if (parse_real(colon, kinds[i].lo, kinds[i].hi, &d.param) < 0 ||
+		    (d.type != PROBE_DIST_NORMAL && d.param <= 0) ||
+		    (d.type == PROBE_DIST_ZIPF && d.param == 1.0) ||
+		    (d.type == PROBE_DIST_PARETO && d.param >= 1.0) ||
+		    (center && parse_real(center, 0.0, 1.0, &d.center) < 0)) {
+			return -EINVAL;
+		}
+		*ret = d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int fio_parse_random_distribution(const char *key, const char *value, struct probe_dist ret[_PROBE_DIR_MAX],
+				  char *err, size_t len)
+{
+	char buf[1024], *parts[MAX_PARTS];
+	struct probe_dist v[_PROBE_DIR_MAX];
+	int n = split_dirs(value, buf, sizeof(buf), parts);
+
+	for (int d = 0; n > 0 && d < _PROBE_DIR_MAX; d++) {
+		char part[1024];
+
+		/* parse_dist() cuts its string up: each direction its own copy */
+		snprintf(part, sizeof(part), "%s", parts[n == 1 || d >= n ? 0 : d]);
+		if (parse_dist(part, &v[d]) < 0) {
+			n = -1;
+		}
+	}
+	if (n < 0) {
+		return errstr_set(
+		    err, len, -EINVAL,
+		    "invalid value '%s' for %s: expected random, zipf:THETA, pareto:H, normal:DEV (each "
+		    "with an optional :CENTER), zoned:IO%%/SIZE%%:... (the I/O shares add up to 100) or "
+		    "zoned_abs:IO%%/SIZE:..., or READ,WRITE of them",
+		    value, key);
+	}
+	ret[0] = v[0];
+	ret[1] = v[1];
 	return 0;
 }

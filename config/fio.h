@@ -27,8 +27,28 @@ int fio_parse_bssplit(const char *key, const char *value, struct probe_bs ret[_P
  * writes ("300,300,300"); different values per direction are refused. */
 int fio_parse_rate(const char *key, const char *value, bool is_iops, uint64_t *ret, char *err, size_t len);
 
-/* rw=randread etc.; trims and "MODE:N" offset modifiers are refused. */
-int fio_parse_rw(const char *key, const char *value, enum probe_rw *ret, char *err, size_t len);
+/* random_distribution=zipf:1.2, pareto:0.2, normal:10, zoned:50/5:50/95,
+ * zoned_abs:60/1g:40/9g, random, each with fio's optional :CENTER (not
+ * zoned), one for both directions or READ,WRITE. */
+int fio_parse_random_distribution(const char *key, const char *value, struct probe_dist ret[_PROBE_DIR_MAX],
+				  char *err, size_t len);
+
+/* One of fio's workload keys (`name` as the key table spells it, `key`
+ * as the file did) into *wl: rate_process, thinktime, thinktime_spin,
+ * thinktime_blocks, thinktime_blocks_type, thinktime_iotime,
+ * buffer_pattern, buffer_compress_percentage, buffer_compress_chunk,
+ * dedupe_percentage, dedupe_mode, dedupe_working_set_percentage,
+ * dedupe_global, prio, prioclass, cmdprio_percentage, cmdprio_class,
+ * cmdprio, wait_for. *wl is unchanged on error. */
+int fio_parse_workload(const char *name, const char *key, const char *value, struct probe_workload *wl,
+		       char *err, size_t len);
+/* What the value of workload key `name` should look like. */
+const char *fio_workload_syntax(const char *name);
+
+/* rw=randread etc. into pc->rw, with fio's "MODE:N" offset modifier
+ * (pc->rw_seq_nr for random modes, pc->rw_seq_add for sequential ones);
+ * trims are refused. */
+int fio_parse_rw(const char *key, const char *value, struct probe_config *pc, char *err, size_t len);
 
 /* ioengine=libaio, sync, psync and their synchronous relatives; engines
  * that do not measure a disk are refused with the reason. */

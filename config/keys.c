@@ -78,17 +78,9 @@
 #define WHY_VERIFY                                                                                           \
 	"iopsd never verifies data: a probe measures the device, and reading back to compare would "         \
 	"change what it measures"
-#define WHY_TRIM  "iopsd never trims (discards) blocks: it measures reads and writes"
-#define WHY_ZONED "zoned block devices and zone modes are not supported: iopsd probes a whole region"
-#define WHY_DATA                                                                                             \
-	"iopsd writes incompressible, non-repeating data, so a compressing or deduplicating device "         \
-	"cannot do less work than the probe asks"
+#define WHY_TRIM   "iopsd never trims (discards) blocks: it measures reads and writes"
+#define WHY_ZONED  "zoned block devices and zone modes are not supported: iopsd probes a whole region"
 #define WHY_REPLAY "replaying an I/O trace: iopsd generates its own I/O from the job's keys"
-#define WHY_THINK  "pauses between I/Os: iopsd issues back to back; pace a probe with rate_iops or rate"
-#define WHY_LATTGT "searches for the queue depth that meets a latency target: iopsd runs the iodepth given"
-#define WHY_PRIO                                                                                             \
-	"sets the I/O priority of the job's I/O: iopsd's probes run at the daemon's I/O priority "           \
-	"(IOSchedulingClass= in its unit)"
 #define WHY_NET	   "an option of fio's network and remote-storage engines, which do not measure a local disk"
 #define WHY_URING  "an option of fio's io_uring engines: iopsd's engine chooses its own submission settings"
 #define WHY_ENGINE "an option of a fio engine that does not measure a disk (refused with ioengine=)"
@@ -195,11 +187,14 @@ const struct config_key config_keys[] = {
 
     /* probe keys: fio's, honoured */
     PROBE("rw", "readwrite", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_RW, rw, 0, 0, 0,
-	  "read, write, randread, randwrite, rw, randrw, rewrite; trims and offset modifiers are refused"),
+	  "read, write, randread, randwrite, rw, randrw, rewrite, with fio's :N offset modifier; trims are "
+	  "refused"),
     PROBE("bs", "blocksize", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_BS, bs_rw, 512, 16 * MIB, 0,
 	  "I/O size; READ,WRITE sizes as in fio"),
     PROBE("bsrange", "blocksize_range", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_BSRANGE, bsdir, 512,
 	  16 * MIB, 0, "MIN-MAX: each I/O a multiple of MIN up to MAX"),
+    PROBE("random_distribution", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_RANDOM_DISTRIBUTION, dist, 0,
+	  0, 0, "random offsets: random, zipf:THETA, pareto:H, normal:DEV, zoned:..., zoned_abs:... (fio's)"),
     PROBE("bssplit", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_BSSPLIT, bsdir, 512, 16 * MIB, 0,
 	  "BS/PERCENT:...: each I/O's size drawn from the list"),
     PROBE("blockalign", "ba", NULL, CONFIG_KIND_SIZE, CONFIG_SPECIAL_NONE, blockalign, 512, 16 * MIB, 0,
@@ -208,7 +203,7 @@ const struct config_key config_keys[] = {
 	  "the region the jobs share; fio's is per job, see SIZE"),
     PROBE("filesize", NULL, NULL, CONFIG_KIND_SIZE, CONFIG_SPECIAL_NONE, filesize, 512, TIB,
 	  CONFIG_SEEN_FILESIZE, "size of each probe file"),
-    PROBE("nrfiles", "nr_files", NULL, CONFIG_KIND_UINT, CONFIG_SPECIAL_NONE, nrfiles, 1, 1024,
+    PROBE("nrfiles", "nr_files", NULL, CONFIG_KIND_UINT, CONFIG_SPECIAL_NONE, nrfiles, 1, UINT32_MAX,
 	  CONFIG_SEEN_NRFILES, "probe files, used round robin"),
     PROBE("directory", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_DIRECTORY, directory, 0, 0,
 	  CONFIG_SEEN_DIRECTORY, "probe file DIR/.iopsd/PROBE.dat"),
@@ -400,12 +395,11 @@ const struct config_key config_keys[] = {
     REFUSED("ignore_zone_limits", NULL, "0", WHY_ZONED),
     REFUSED("zone_reset_threshold", NULL, "0", WHY_ZONED),
     REFUSED("zone_reset_frequency", NULL, "0", WHY_ZONED),
-    REFUSED("random_distribution", NULL, "random",
-	    "offsets other than uniformly random change how often a cache answers: iopsd's are uniform"),
     REFUSED("percentage_random", NULL, "100",
 	    "mixing sequential and random offsets in one job is not supported: use two probes"),
     REFUSED("rw_sequencer", NULL, "sequential",
-	    "only used with rw=MODE:N offset modifiers, which iopsd refuses"),
+	    "identical (the same offset again between random ones) is not supported; sequential, fio's "
+	    "default, is"),
     REFUSED("file_service_type", NULL, "roundrobin", "iopsd uses a job's files round robin (fio's default)"),
     REFUSED("bs_unaligned", NULL, "0", "O_DIRECT needs I/O sizes that are multiples of the sector size"),
     REFUSED("fdatasync", NULL, "0", "fdatasync is not supported: use fsync="),
@@ -413,23 +407,41 @@ const struct config_key config_keys[] = {
     REFUSED("atomic", NULL, "0", WHY_SYNC),
     REFUSED("write_barrier", NULL, "0", WHY_SYNC),
     REFUSED("sync_file_range", NULL, NULL, WHY_SYNC),
-    REFUSED("thinktime", NULL, "0", WHY_THINK),
-    REFUSED("thinktime_spin", NULL, "0", WHY_THINK),
-    REFUSED("thinktime_blocks", NULL, "1", WHY_THINK),
-    REFUSED("thinktime_blocks_type", NULL, "complete", WHY_THINK),
-    REFUSED("thinktime_iotime", NULL, "0", WHY_THINK),
-    REFUSED("rate_process", NULL, "linear",
-	    "iopsd paces I/O evenly (fio's linear), not as a Poisson process"),
-    REFUSED("latency_target", NULL, "0", WHY_LATTGT),
-    REFUSED("latency_window", NULL, "0", WHY_LATTGT),
-    REFUSED("latency_percentile", NULL, "100", WHY_LATTGT),
-    REFUSED("latency_run", NULL, "0", WHY_LATTGT),
-    REFUSED("prio", NULL, NULL, WHY_PRIO),
-    REFUSED("prioclass", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio_percentage", NULL, "0", WHY_PRIO),
-    REFUSED("cmdprio_class", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio", NULL, NULL, WHY_PRIO),
-    REFUSED("cmdprio_bssplit", NULL, NULL, WHY_PRIO),
+    PROBE("thinktime", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a pause after each thinktime_blocks I/Os (fio's; a bare number is microseconds)"),
+    PROBE("thinktime_spin", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the part of thinktime spent spinning on the CPU"),
+    PROBE("thinktime_blocks", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "I/Os between pauses (1)"),
+    PROBE("thinktime_blocks_type", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "complete (a pause after that many completed, draining first) or issue"),
+    PROBE("thinktime_iotime", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a pause also after this much I/O time (a bare number is seconds)"),
+    PROBE("rate_process", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "linear, or poisson: rate_iops as a Poisson process (exponential gaps)"),
+    PROBE("latency_target", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "as fio: find the deepest queue, up to iodepth, whose I/Os' latency stays within this (a bare "
+	  "number is microseconds), ramping up from 1 and bisecting; the run ends after a window at the "
+	  "depth found, whose figures are the report's, with latency_depth"),
+    PROBE("latency_window", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "each depth's trial (a bare number is microseconds)"),
+    PROBE("latency_percentile", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the share of a window's I/Os that must be within latency_target (100)"),
+    PROBE("latency_run", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "keep adjusting the depth for the whole run rather than end at the one found"),
+    PROBE("prio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the job's I/O priority level 0..7 (ioprio_set(2)), with prioclass"),
+    PROBE("prioclass", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the job's I/O priority class: 1 realtime, 2 best effort, 3 idle"),
+    PROBE("cmdprio_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "share of the I/Os sent with cmdprio_class/cmdprio (per I/O priority), READ,WRITE"),
+    PROBE("cmdprio_class", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "class of those I/Os, READ,WRITE"),
+    PROBE("cmdprio", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "level of those I/Os, READ,WRITE"),
+    PROBE("cmdprio_bssplit", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "BS/PERCENT[/CLASS/LEVEL]:...: that share of the I/Os of each size sent with a priority (the "
+	  "entry's, else cmdprio_class/cmdprio's), READ,WRITE"),
     REFUSED("cgroup", NULL, NULL, "iopsd never creates cgroups: run its unit in the slice to measure from"),
     REFUSED("cgroup_weight", NULL, NULL,
 	    "iopsd never creates cgroups: run its unit in the slice to measure from"),
@@ -449,28 +461,44 @@ const struct config_key config_keys[] = {
     REFUSED("merge_blktrace_file", NULL, NULL, WHY_REPLAY),
     REFUSED("merge_blktrace_scalars", NULL, NULL, WHY_REPLAY),
     REFUSED("merge_blktrace_iters", NULL, NULL, WHY_REPLAY),
-    REFUSED("zero_buffers", NULL, "0", WHY_DATA),
-    REFUSED("buffer_pattern", NULL, NULL, WHY_DATA),
-    REFUSED("buffer_compress_percentage", NULL, "0", WHY_DATA),
-    REFUSED("buffer_compress_chunk", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_percentage", NULL, "0", WHY_DATA),
-    REFUSED("dedupe_mode", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_working_set_percentage", NULL, NULL, WHY_DATA),
-    REFUSED("dedupe_global", NULL, "0", WHY_DATA),
+    REFUSED("zero_buffers", NULL, "0", "spell zeroed buffers buffer_pattern=0x00, which iopsd honours"),
+    PROBE("buffer_pattern", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "write buffers filled with this pattern (0xHEX, \"string\", a number)"),
+    PROBE("buffer_compress_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "write buffers compressible to this percent (the rest of each chunk the pattern or zeros)"),
+    PROBE("buffer_compress_chunk", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the unit of buffer_compress_percentage (512)"),
+    PROBE("dedupe_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "share of writes that repeat an earlier buffer"),
+    PROBE("dedupe_mode", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "repeat (the last buffers) or working_set"),
+    PROBE("dedupe_working_set_percentage", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0,
+	  0, "working_set: the share of the region the repeats come from (5)"),
+    PROBE("dedupe_global", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "repeats shared by the probe's jobs"),
     REFUSED("fill_device", "fill_fs", "0",
 	    "filling the filesystem or device is what iopsd promises never to do"),
     REFUSED("file_append", NULL, "0", "a probe writes inside its own laid-out file, never past its end"),
     REFUSED("create_only", NULL, "0", "a job that only creates files measures no I/O"),
     REFUSED("opendir", NULL, NULL, "iopsd writes only its own probe files, never a directory tree of yours"),
-    REFUSED("flow", NULL, "0", "flow control between jobs is not supported"),
-    REFUSED("flow_id", NULL, NULL, "flow control between jobs is not supported"),
-    REFUSED("flow_sleep", NULL, NULL, "flow control between jobs is not supported"),
-    REFUSED("wait_for", NULL, NULL, "waiting for a named job is not supported: use stonewall"),
-    REFUSED("steadystate", "ss", NULL, "stopping at a steady state is not supported: set runtime"),
-    REFUSED("steadystate_duration", "ss_dur", NULL,
-	    "stopping at a steady state is not supported: set runtime"),
-    REFUSED("steadystate_ramp_time", "ss_ramp", NULL,
-	    "stopping at a steady state is not supported: set runtime"),
+    PROBE("flow", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "a weight: the jobs of a flow_id share its I/Os in proportion, as fio's token flow control "
+	  "(--once: across the group's probes; the daemon: a probe's jobs)"),
+    PROBE("flow_id", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the flow a job's weight counts in (0)"),
+    PROBE("flow_sleep", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "how long a job ahead of its share pauses (fio's; a bare number is microseconds)"),
+    PROBE("wait_for", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "--once starts the job when the named job has ended, as fio; the daemon never overlaps runs on one "
+	  "device"),
+    PROBE("steadystate", "ss", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "iops:LIMIT, iops_slope:LIMIT, bw:LIMIT or bw_slope:LIMIT: the run ends when the last ss_dur "
+	  "seconds' IOPS or bandwidth are within LIMIT (% of the mean) of their mean, or their slope is, as "
+	  "fio's steady state"),
+    PROBE("steadystate_duration", "ss_dur", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "the window, 1s to 300s"),
+    PROBE("steadystate_ramp_time", "ss_ramp", NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
+	  "seconds left out before the window fills"),
     REFUSED("profile", NULL, NULL, "fio's built-in profiles are not supported"),
     REFUSED("sqthread_poll", NULL, "0", WHY_URING),
     REFUSED("sqthread_poll_cpu", NULL, NULL, WHY_URING),

@@ -283,7 +283,7 @@ static bool set_probe_special(struct parser *p, const struct config_key *k, stru
 
 	switch (k->special) {
 	case CONFIG_SPECIAL_RW:
-		return fio_ok(p, fio_parse_rw(key, value, &pc->rw, err, sizeof(err)), err);
+		return fio_ok(p, fio_parse_rw(key, value, pc, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_IOENGINE:
 		return fio_ok(p, fio_parse_ioengine(value, &pc->ioengine, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_BS:
@@ -292,6 +292,10 @@ static bool set_probe_special(struct parser *p, const struct config_key *k, stru
 		return fio_ok(p, fio_parse_bsrange(key, value, pc->bsdir, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_BSSPLIT:
 		return fio_ok(p, fio_parse_bssplit(key, value, pc->bsdir, err, sizeof(err)), err);
+	case CONFIG_SPECIAL_WORKLOAD:
+		return fio_ok(p, fio_parse_workload(k->name, key, value, &pc->wl, err, sizeof(err)), err);
+	case CONFIG_SPECIAL_RANDOM_DISTRIBUTION:
+		return fio_ok(p, fio_parse_random_distribution(key, value, pc->dist, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_RATE:
 		return fio_ok(p, fio_parse_rate(key, value, false, &pc->rate_bytes, err, sizeof(err)), err);
 	case CONFIG_SPECIAL_RATE_IOPS:

@@ -10,7 +10,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=(meson ninja-build pkg-config gcc libc6-dev libmicrohttpd-dev libjansson-dev
        libsystemd-dev libinih-dev libaio-dev liburing-dev libcrypt-dev libgnutls28-dev zlib1g-dev
        libjs-chart.js libyaml-dev)
-tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples sysstat prometheus prometheus-node-exporter
+tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples python3-six sysstat prometheus prometheus-node-exporter
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 wrk ioping strace
        chromium fonts-liberation fonts-dejavu-core fonts-noto-core fonts-noto-mono fontconfig valgrind openssl
        mmdebstrap qemu-system-x86 qemu-utils git lintian)

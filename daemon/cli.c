@@ -11,11 +11,14 @@
 #include "iopsd-build.h"
 #include "log.h"
 #include "netaddr.h"
+#include "once.h"
 
 enum {
 	ARG_CONFIG = 0x100,
 	ARG_CHECK_CONFIG,
 	ARG_ONCE,
+	ARG_OUTPUT_FORMAT,
+	ARG_OUTPUT,
 	ARG_LISTEN,
 	ARG_WEB_CONFIG,
 	ARG_PROCFS,
@@ -36,7 +39,9 @@ static void help(void)
 	       "  --config FILE                 configuration (default " CONFIG_DEFAULT_PATH ",\n"
 	       "                                else a built-in default)\n"
 	       "  --check-config                validate the configuration, print a summary, exit\n"
-	       "  --once                        run every probe once, print JSON results, exit\n"
+	       "  --once                        run every probe once as fio would, print the report, exit\n"
+	       "  --output-format LIST          --once: normal (default), terse, json, json+ (fio's)\n"
+	       "  --output FILE                 --once: write the report to FILE\n"
 	       "  --web.listen-address ADDR     HOST:PORT to listen on (default " CONFIG_DEFAULT_LISTEN ")\n"
 	       "  --web.config.file FILE        TLS and basic auth (exporter-toolkit format)\n"
 	       "  --path.procfs DIR             procfs mount point (default /proc)\n"
@@ -79,6 +84,8 @@ static const struct option options[] = {
     {"config", required_argument, NULL, ARG_CONFIG},
     {"check-config", no_argument, NULL, ARG_CHECK_CONFIG},
     {"once", no_argument, NULL, ARG_ONCE},
+    {"output-format", required_argument, NULL, ARG_OUTPUT_FORMAT},
+    {"output", required_argument, NULL, ARG_OUTPUT},
     {"web.listen-address", required_argument, NULL, ARG_LISTEN},
     {"web.config.file", required_argument, NULL, ARG_WEB_CONFIG},
     {"path.procfs", required_argument, NULL, ARG_PROCFS},
@@ -103,9 +110,17 @@ static const char **plain_option(int c, struct cli_args *a)
 		return &a->procfs;
 	case ARG_SYSFS:
 		return &a->sysfs;
+	case ARG_OUTPUT:
+		return &a->output;
 	default:
 		return NULL;
 	}
+}
+
+static enum cli_action bad_format(const char *value)
+{
+	log_error("--output-format: '%s' is not a list of normal, terse, json, json+", value);
+	return CLI_EXIT_USAGE;
 }
 
 /* Check and store one option of getopt_long(); CLI_RUN to go on, anything
@@ -125,6 +140,9 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 	case ARG_ONCE:
 		a->once = true;
 		break;
+	case ARG_OUTPUT_FORMAT:
+		return once_output_formats_parse(optarg, &a->output_formats) == 0 ? CLI_RUN
+										  : bad_format(optarg);
 	case ARG_LISTEN:
 		if (!valid_listen_address(optarg)) {
 			return CLI_EXIT_USAGE;
@@ -171,7 +189,8 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 
 enum cli_action cli_parse(int argc, char **argv, struct cli_args *ret)
 {
-	struct cli_args a = {.procfs = "/proc", .sysfs = "/sys", .log_level = -1};
+	struct cli_args a = {
+	    .procfs = "/proc", .sysfs = "/sys", .log_level = -1, .output_formats = ONCE_OUTPUT_NORMAL};
 	enum cli_action action;
 	int c;
 

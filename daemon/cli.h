@@ -8,6 +8,8 @@ struct cli_args {
 	const char *config_path; /* NULL: /etc/iopsd/iopsd.conf, else built-in */
 	bool check_config;
 	bool once;
+	unsigned output_formats;    /* --once: ONCE_OUTPUT_* (normal when not given) */
+	const char *output;	    /* --once: the report's file, NULL: stdout */
 	const char *listen_address; /* overrides the config */
 	const char *web_config_file;
 	const char *procfs;

@@ -76,7 +76,9 @@ int main(int argc, char **argv)
 	}
 
 	if (args.once) {
-		r = once_run(cfg, args.sysfs, stdout);
+		struct once_output o = {args.output_formats, args.output, args.procfs, args.sysfs};
+
+		r = once_run(cfg, &o, stdout);
 		config_free(cfg);
 		return r;
 	}

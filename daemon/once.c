@@ -1,4 +1,4 @@
-/* --once: a job file run as fio runs it, once, printing fio-shaped JSON.
+/* --once: a job file run as fio runs it, once, printing fio's report.
  * Jobs between two stonewalls run together (startdelay after their group's
  * start), each with its own runtime, or until it has moved io_size bytes
  * `loops` times when it has no runtime. */
@@ -6,50 +6,25 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "fio_json.h"
+#include "fio_normal.h"
+#include "fio_terse.h"
 #include "iopsd-build.h"
-#include "json_probe.h"
 #include "log.h"
 #include "macro.h"
+#include "once_disks.h"
 #include "probe.h"
 #include "timeutil.h"
 
 /* A run without runtime ends when its I/O is done, as in fio; the limit only
  * stops one on a device that never answers. */
 #define ONCE_UNTIMED_LIMIT_USEC (24ULL * 3600ULL * USEC_PER_SEC)
-
-static json_t *job_options_to_json(const struct probe_config *pc)
-{
-	return json_pack("{s:s, s:I, s:I, s:i, s:i, s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:b, s:i, s:I}",
-			 "rw", probe_rw_to_string(pc->rw), "bs", (json_int_t)pc->bs, "size",
-			 (json_int_t)pc->size, "nrfiles", (int)pc->nrfiles, "iodepth", (int)pc->iodepth,
-			 "numjobs", (int)pc->numjobs, "ioengine", probe_engine_to_string(pc->ioengine),
-			 "rwmixread", (int)pc->rwmixread, "fsync", (int)pc->fsync, "runtime_usec",
-			 (json_int_t)pc->runtime_usec, "number_ios", (json_int_t)pc->number_ios, "rate_iops",
-			 (json_int_t)pc->rate_iops, "ramp_time_usec", (json_int_t)pc->ramp_usec, "time_based",
-			 pc->time_based, "loops", (int)pc->loops, "rate", (json_int_t)pc->rate_bytes);
-}
-
-static json_t *job_to_json(const struct probe_config *pc, unsigned groupid, const struct probe_result *res)
-{
-	json_t *o = probe_result_to_json(res);
-
-	if (!o) {
-		return NULL;
-	}
-	/* the job's own parameters first, as fio's "job options" */
-	if (json_object_set_new(o, "jobname", json_string(pc->name)) < 0 ||
-	    json_object_set_new(o, "groupid", json_integer(groupid)) < 0 ||
-	    json_object_set_new(o, "target", json_string(pc->directory ? pc->directory : pc->filename)) < 0 ||
-	    json_object_set_new(o, "job options", job_options_to_json(pc)) < 0) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
 
 /* The job as fio would run it: a job without runtime= (and not time based)
  * runs until its I/O is done rather than for iopsd's default second. */
@@ -81,59 +56,147 @@ static void sleep_until(uint64_t usec)
 	}
 }
 
-/* Start the group's jobs in the order of their startdelay. */
-static void start_group(const struct config *cfg, size_t first, size_t end, const char *sysfs,
-			struct probe_run **runs)
+/* wait_for: the job of the group that job `i` waits for, or `end` when it
+ * waits for none there (none asked, or its waitee ran in an earlier group:
+ * it has ended, as fio's would have). */
+static size_t group_waitee(const struct config *cfg, size_t first, size_t end, size_t i)
 {
-	uint64_t t0 = now_usec(CLOCK_MONOTONIC);
-	bool started[CONFIG_MAX_PROBES] = {false};
+	const char *w = cfg->probes[i].wl.wait_for;
 
-	for (size_t n = first; n < end; n++) {
-		size_t next = end;
-		struct probe_options opts = {.sysfs = sysfs};
-		struct probe_config job;
-		int r;
-
-		for (size_t i = first; i < end; i++) {
-			if (!started[i] && (next == end || cfg->probes[i].startdelay_usec <
-							       cfg->probes[next].startdelay_usec)) {
-				next = i;
-			}
+	for (size_t k = first; w[0] != '\0' && k < end; k++) {
+		if (k != i && strcmp(cfg->probes[k].name, w) == 0) {
+			return k;
 		}
-		started[next] = true;
-		sleep_until(t0 + cfg->probes[next].startdelay_usec);
-		once_job(&cfg->probes[next], &job, &opts);
-		r = probe_start(&job, &opts, &runs[next]);
-		if (r < 0) {
-			log_error_errno(r, "[%s]: cannot start the probe: %m", job.name);
-			runs[next] = NULL;
+	}
+	return end;
+}
+
+/* flow=: the group's jobs that share a flow_id share its counter, their
+ * weights (each of numjobs) its total, as fio's jobs. flows[i] is job i's. */
+static void group_flows(const struct config *cfg, size_t first, size_t end, struct probe_flow *flows)
+{
+	for (size_t i = first; i < end; i++) {
+		const struct probe_workload *wl = &cfg->probes[i].wl;
+		size_t k = first;
+
+		while (k < i && !(cfg->probes[k].wl.flow && cfg->probes[k].wl.flow_id == wl->flow_id)) {
+			k++;
+		}
+		flows[i] = (struct probe_flow){.id = wl->flow_id};
+		if (wl->flow) {
+			/* the first job of the flow holds it */
+			flows[k].total_weight += (uint64_t)wl->flow * cfg->probes[i].numjobs;
 		}
 	}
 }
 
-/* Run one group; append its jobs to `jobs` in file order. */
+static struct probe_flow *job_flow(const struct config *cfg, size_t first, size_t i, struct probe_flow *flows)
+{
+	for (size_t k = first; cfg->probes[i].wl.flow && k <= i; k++) {
+		if (cfg->probes[k].wl.flow && cfg->probes[k].wl.flow_id == cfg->probes[i].wl.flow_id) {
+			return &flows[k];
+		}
+	}
+	return NULL;
+}
+
+static void start_job(const struct config *cfg, size_t i, const char *sysfs, struct probe_run **runs,
+		      struct probe_flow *flow)
+{
+	struct probe_options opts = {.sysfs = sysfs, .flow = flow};
+	struct probe_config job;
+	int r;
+
+	once_job(&cfg->probes[i], &job, &opts);
+	r = probe_start(&job, &opts, &runs[i]);
+	if (r < 0) {
+		log_error_errno(r, "[%s]: cannot start the probe: %m", job.name);
+		runs[i] = NULL;
+	}
+}
+
+/* Start the group's jobs that wait for none of it, in the order of their
+ * startdelay. */
+static void start_group(const struct config *cfg, size_t first, size_t end, const char *sysfs,
+			struct probe_run **runs, struct probe_flow *flows)
+{
+	uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+	bool started[CONFIG_MAX_PROBES] = {false};
+
+	for (;;) {
+		size_t next = end;
+
+		for (size_t i = first; i < end; i++) {
+			if (!started[i] && group_waitee(cfg, first, end, i) == end &&
+			    (next == end ||
+			     cfg->probes[i].startdelay_usec < cfg->probes[next].startdelay_usec)) {
+				next = i;
+			}
+		}
+		if (next == end) {
+			return;
+		}
+		started[next] = true;
+		sleep_until(t0 + cfg->probes[next].startdelay_usec);
+		start_job(cfg, next, sysfs, runs, job_flow(cfg, first, next, flows));
+	}
+}
+
+/* Wait for job i's run and keep its result. */
+static bool reap_job(const struct config *cfg, size_t i, struct probe_run **runs, struct probe_result *res)
+{
+	if (!runs[i]) {
+		probe_result_init(&res[i]);
+		res[i].error = -EAGAIN;
+		snprintf(res[i].message, sizeof(res[i].message), "cannot start the probe");
+		return false;
+	}
+	probe_wait(runs[i], &res[i]);
+	probe_run_free(runs[i]);
+	runs[i] = NULL;
+	if (!res[i].success) {
+		log_error("[%s]: %s", cfg->probes[i].name, res[i].message);
+	}
+	return res[i].success;
+}
+
+/* Run one group; its results into res[first, end). A job with wait_for
+ * starts when its waitee's run has ended. */
 static bool run_group(const struct config *cfg, size_t first, size_t end, unsigned groupid, const char *sysfs,
-		      json_t *jobs, struct probe_result *res)
+		      struct probe_result *res)
 {
 	struct probe_run *runs[CONFIG_MAX_PROBES] = {NULL};
-	bool is_all_ok = true;
+	struct probe_flow flows[CONFIG_MAX_PROBES];
+	bool done[CONFIG_MAX_PROBES] = {false}, started[CONFIG_MAX_PROBES] = {false}, is_all_ok = true;
 
-	start_group(cfg, first, end, sysfs, runs);
+	group_flows(cfg, first, end, flows);
+	start_group(cfg, first, end, sysfs, runs, flows);
 	for (size_t i = first; i < end; i++) {
-		const struct probe_config *pc = &cfg->probes[i];
-
-		if (!runs[i]) {
-			is_all_ok = false;
+		started[i] = group_waitee(cfg, first, end, i) == end;
+	}
+	for (size_t i = first; i < end;) {
+		if (done[i] || !started[i]) {
+			i++;
 			continue;
 		}
-		probe_wait(runs[i], res);
-		probe_run_free(runs[i]);
-		if (!res->success) {
-			log_error("[%s]: %s", pc->name, res->message);
-			is_all_ok = false;
+		is_all_ok &= reap_job(cfg, i, runs, res);
+		done[i] = true;
+		for (size_t k = first; k < end; k++) {
+			if (!started[k] && group_waitee(cfg, first, end, k) == i) {
+				start_job(cfg, k, sysfs, runs, job_flow(cfg, first, k, flows));
+				started[k] = true;
+			}
 		}
-		if (json_array_append_new(jobs, job_to_json(pc, groupid, res)) < 0) {
-			log_error_errno(-ENOMEM, "Out of memory");
+		i = first; /* a waiter may come before it in the file */
+	}
+	for (size_t i = first; i < end; i++) {
+		if (!done[i]) {
+			/* its waitee waits for it, in a ring */
+			probe_result_init(&res[i]);
+			res[i].error = -EDEADLK;
+			snprintf(res[i].message, sizeof(res[i].message),
+				 "wait_for=%s never ends: it waits for this job", cfg->probes[i].wl.wait_for);
+			log_error("[%s]: %s", cfg->probes[i].name, res[i].message);
 			is_all_ok = false;
 		}
 	}
@@ -146,41 +209,126 @@ static bool run_group(const struct config *cfg, size_t first, size_t end, unsign
 	return is_all_ok;
 }
 
-int once_run(const struct config *cfg, const char *sysfs, FILE *out)
+int once_output_formats_parse(const char *list, unsigned *ret)
 {
-	struct probe_result *res;
-	json_t *root, *jobs;
-	struct timespec ts;
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+	    {"normal", ONCE_OUTPUT_NORMAL},
+	    {"terse", ONCE_OUTPUT_TERSE},
+	    {"json", ONCE_OUTPUT_JSON},
+	    {"json+", ONCE_OUTPUT_JSON_PLUS},
+	};
+	unsigned formats = 0;
+
+	while (*list != '\0') {
+		size_t n = strcspn(list, ","), i = 0;
+
+		while (i < ELEMENTSOF(names) &&
+		       (strlen(names[i].name) != n || strncmp(list, names[i].name, n) != 0)) {
+			i++;
+		}
+		if (i == ELEMENTSOF(names)) {
+			return -EINVAL;
+		}
+		formats |= names[i].bit;
+		list += n + (list[n] == ',');
+	}
+	if (formats == 0) {
+		return -EINVAL;
+	}
+	*ret = formats;
+	return 0;
+}
+
+/* The report over the jobs' results, in each format asked for: terse,
+ * then JSON (json+ when both are asked, as fio), then normal, as fio. */
+static int write_report(const struct config *cfg, const struct probe_result *res,
+			const struct fio_disk *disks, size_t n_disks, uint64_t start_usec,
+			const struct once_output *o, FILE *out)
+{
+	struct fio_job jobs[CONFIG_MAX_PROBES];
+	struct fio_report rep = {
+	    .version = "iopsd-" IOPSD_VERSION,
+	    .realtime_usec = now_usec(CLOCK_REALTIME),
+	    .elapsed_sec = (now_usec(CLOCK_MONOTONIC) - start_usec + USEC_PER_SEC - 1) / USEC_PER_SEC,
+	    .is_json_plus = o->formats & ONCE_OUTPUT_JSON_PLUS,
+	    .jobs = jobs,
+	    .n_jobs = cfg->n_probes,
+	    .disks = disks,
+	    .n_disks = n_disks,
+	};
+	unsigned groupid = 0;
+
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		const struct probe_config *pc = &cfg->probes[i];
+
+		groupid += i > 0 && pc->stonewall;
+		jobs[i] = (struct fio_job){pc, &res[i], pc->directory ? pc->directory : pc->filename, groupid,
+					   (int)getpid()};
+	}
+	if (o->formats & ONCE_OUTPUT_TERSE) {
+		fio_terse_write(&rep, out);
+	}
+	if (o->formats & (ONCE_OUTPUT_JSON | ONCE_OUTPUT_JSON_PLUS)) {
+		json_auto_t *root = fio_json_report(&rep);
+
+		if (!root || json_dumpf(root, out,
+					JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) < 0) {
+			return -ENOMEM;
+		}
+		fputc('\n', out);
+	}
+	if (o->formats & ONCE_OUTPUT_NORMAL) {
+		fio_normal_write(&rep, out);
+	}
+	return fflush(out) == 0 ? 0 : -errno;
+}
+
+/* Every group in turn, the disks sampled around them all. */
+static bool run_all(const struct config *cfg, const struct once_output *o, FILE *out,
+		    struct probe_result *res)
+{
+	uint64_t start = now_usec(CLOCK_MONOTONIC);
+	struct once_disks *disks = once_disks_start(cfg, o->procfs, o->sysfs);
+	_cleanup_free_ struct fio_disk *d = NULL;
 	bool is_all_ok = true;
 	unsigned groupid = 0;
-	int r;
+	size_t n_disks;
 
-	res = malloc(sizeof(*res));
-	root = json_object();
-	jobs = json_array();
-	if (!res || !root || !jobs || json_object_set_new(root, "jobs", jobs) < 0) {
-		free(res);
-		json_decref(root);
+	if (o->formats & ONCE_OUTPUT_NORMAL) {
+		fio_normal_header(cfg, "iopsd-" IOPSD_VERSION, out);
+		fflush(out);
+	}
+	for (size_t first = 0, end; first < cfg->n_probes; first = end, groupid++) {
+		end = group_end(cfg, first);
+		is_all_ok &= run_group(cfg, first, end, groupid, o->sysfs, res);
+	}
+	n_disks = once_disks_finish(disks, cfg, &d);
+	if (write_report(cfg, res, d, n_disks, start, o, out) < 0) {
+		log_error("Failed to write the results.");
+		return false;
+	}
+	return is_all_ok;
+}
+
+int once_run(const struct config *cfg, const struct once_output *o, FILE *out)
+{
+	_cleanup_free_ struct probe_result *res = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*res));
+	_cleanup_fclose_ FILE *file = NULL;
+
+	if (!res) {
 		log_error_errno(-ENOMEM, "Out of memory");
 		return EXIT_FAILURE;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	json_object_set_new(root, "iopsd version", json_string("iopsd-" IOPSD_VERSION));
-	json_object_set_new(root, "timestamp", json_integer((json_int_t)ts.tv_sec));
-	json_object_set_new(root, "timestamp_ms",
-			    json_integer((json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
-
-	for (size_t first = 0, end; first < cfg->n_probes; first = end, groupid++) {
-		end = group_end(cfg, first);
-		is_all_ok &= run_group(cfg, first, end, groupid, sysfs, jobs, res);
+	if (o->path) {
+		file = fopen(o->path, "we");
+		if (!file) {
+			log_error_errno(-errno, "--output: cannot open '%s': %m", o->path);
+			return EXIT_FAILURE;
+		}
+		out = file;
 	}
-	free(res);
-	r = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-	fputc('\n', out);
-	json_decref(root);
-	if (r < 0 || fflush(out) != 0) {
-		log_error("Failed to write the results.");
-		return EXIT_FAILURE;
-	}
-	return is_all_ok ? EXIT_SUCCESS : EXIT_FAILURE;
+	return run_all(cfg, o, out, res) ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -54,7 +54,7 @@ static json_t *latency_to_json(const struct histogram *h)
 	return ok ? TAKE_PTR(o) : NULL;
 }
 
-static json_t *errors_to_json(const uint64_t errors[_PROBE_ERR_MAX])
+json_t *probe_errors_to_json(const uint64_t errors[_PROBE_ERR_MAX])
 {
 	json_auto_t *o = json_object();
 	bool ok = true;
@@ -93,7 +93,7 @@ static json_t *op_result_to_json(const struct probe_op_result *r, enum probe_op 
 		set(o, "runtime", json_integer((json_int_t)(runtime_usec / USEC_PER_MSEC)), &ok);
 		set(o, "clat_ns", latency_to_json(&r->lat), &ok);
 	}
-	set(o, "errors", errors_to_json(r->errors), &ok);
+	set(o, "errors", probe_errors_to_json(r->errors), &ok);
 	return ok ? TAKE_PTR(o) : NULL;
 }
 
@@ -126,6 +126,6 @@ json_t *probe_result_to_json(const struct probe_result *r)
 			errors[e] += r->op[op].errors[e];
 		}
 	}
-	set(o, "errors", errors_to_json(errors), &ok);
+	set(o, "errors", probe_errors_to_json(errors), &ok);
 	return ok ? TAKE_PTR(o) : NULL;
 }

@@ -14,3 +14,5 @@
  * "layout_usec", "read", "write", "sync", and "errors" summed over the ops.
  * Returns a new reference, NULL on ENOMEM. */
 json_t *probe_result_to_json(const struct probe_result *r);
+/* {"EIO": n, ...}: the errors by reason. A new reference, NULL on ENOMEM. */
+json_t *probe_errors_to_json(const uint64_t errors[_PROBE_ERR_MAX]);

@@ -18,6 +18,8 @@ struct slot {
 	void *buf;
 	uint64_t len;
 	uint64_t offset;
+	uint64_t prep_ns; /* taken from iogen: the start of fio's slat */
+	uint16_t ioprio;  /* cmdprio: the I/O's own priority (ioprio_set(2)'s value), 0: the thread's */
 	uint64_t submit_ns;
 	bool is_inflight;
 };

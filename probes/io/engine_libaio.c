@@ -118,6 +118,11 @@ static int libaio_submit(struct engine *e, struct slot *const *slots, unsigned n
 		} else {
 			io_prep_pwrite(cb, e->fds[s->file], s->buf, s->len, (long long)s->offset);
 		}
+		if (s->ioprio) {
+			/* cmdprio: fio's per-I/O priority (linux/aio_abi.h's IOCB_FLAG_IOPRIO) */
+			cb->aio_reqprio = (short)s->ioprio;
+			cb->u.c.flags |= 1u << 1;
+		}
 		cb->data = s;
 		e->batch[i] = cb;
 	}

@@ -204,6 +204,7 @@ static void prep_slot(struct engine *e, struct io_uring_sqe *sqe, const struct s
 	} else {
 		io_uring_prep_write(sqe, fd, s->buf, (unsigned)s->len, s->offset);
 	}
+	sqe->ioprio = s->ioprio;
 	if (e->has_fixed_files) {
 		sqe->flags |= IOSQE_FIXED_FILE;
 	}

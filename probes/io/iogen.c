@@ -2,20 +2,26 @@
 #include "iogen.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
 #include "probe.h"
 
-void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout)
+void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio_layout *layout,
+		uint64_t seed)
 {
+	uint64_t nranges;
+
 	*g = (struct iogen){
 	    .rw = pc->rw,
 	    .rwmixread = pc->rwmixread,
 	    .numjobs = pc->numjobs ? pc->numjobs : 1,
 	    .nfiles = pc->nrfiles ? pc->nrfiles : 1,
 	    .layout = *layout,
+	    .seq_add = pc->rw_seq_add,
+	    .seq_nr = pc->rw_seq_nr,
 	};
 	for (int d = 0; d < _PROBE_DIR_MAX; d++) {
 		g->bs[d] = pc->bsdir[d];
@@ -35,6 +41,11 @@ void iogen_init(struct iogen *g, const struct probe_config *pc, const struct fio
 		uint64_t r = g->bs[PROBE_DIR_READ].min, w = g->bs[PROBE_DIR_WRITE].min;
 
 		g->align = !probe_rw_writes(pc->rw) ? r : !probe_rw_reads(pc->rw) ? w : r < w ? r : w;
+	}
+	/* a random job's region is the whole layout's (probe_job_region()) */
+	nranges = layout->region >= g->bs_max ? (layout->region - g->bs_max) / g->align + 1 : 1;
+	for (int d = 0; d < _PROBE_DIR_MAX; d++) {
+		iogen_dist_init(&g->dist[d], &pc->dist[d], nranges, g->align, seed + (uint64_t)d);
 	}
 }
 
@@ -100,6 +111,29 @@ static bool next_is_read(struct iogen_job *j, const struct iogen *g)
 	}
 }
 
+/* A random job's offset: from the distribution, or with rw=randread:N a
+ * new one only every N I/Os and sequential in between (fio's
+ * rw_sequencer=sequential). */
+static uint64_t random_offset(const struct iogen *g, struct iogen_job *j, int d, uint64_t len)
+{
+	uint64_t slots = (j->region_len - len) / g->align + 1, off;
+
+	if (g->seq_nr > 1 && ++j->seq_count < g->seq_nr) {
+		off = j->last_end[d] >= j->region_start &&
+			      j->last_end[d] + len <= j->region_start + j->region_len
+			  ? j->last_end[d]
+			  : j->region_start;
+	} else if (g->dist[d].type == PROBE_DIST_RANDOM || g->dist[d].nranges > slots) {
+		j->seq_count = 0;
+		off = j->region_start + probe_rng_below(&j->rng, slots) * g->align;
+	} else {
+		j->seq_count = 0;
+		off = j->region_start + iogen_dist_next(&g->dist[d], &j->rng) * g->align;
+	}
+	j->last_end[d] = off + len;
+	return off;
+}
+
 void iogen_next(struct iogen *g, struct iogen_job *j, struct iogen_io *ret)
 {
 	struct iogen_io io = {.is_read = next_is_read(j, g)};
@@ -120,14 +154,35 @@ void iogen_next(struct iogen *g, struct iogen_job *j, struct iogen_io *ret)
 	io.file = j->next_file;
 	j->next_file = (j->next_file + 1) % g->nfiles;
 	if (probe_rw_is_random(g->rw)) {
-		uint64_t slots = (j->region_len - io.len) / g->align + 1;
-
-		io.offset = j->region_start + probe_rng_below(&j->rng, slots) * g->align;
+		io.offset = random_offset(g, j, d, io.len);
+	} else if (g->seq_add != 0) {
+		io.offset =
+		    j->region_start + iogen_seq_offset_add(&j->cursors[(size_t)io.file * _PROBE_DIR_MAX + d],
+							   j->region_len, io.len, g->seq_add);
 	} else {
 		io.offset = probe_sequential_offset(&j->cursors[(size_t)io.file * _PROBE_DIR_MAX + d],
 						    j->region_start, j->region_len, io.len);
 	}
 	*ret = io;
+}
+
+uint64_t iogen_seq_offset_add(uint64_t *last_end, uint64_t region_len, uint64_t io_len, int64_t add)
+{
+	int64_t pos = (int64_t)*last_end;
+
+	/* as fio: the first I/O at the start, each next one `add` from the
+	 * last one's end */
+	if (pos != 0) {
+		pos += add;
+	}
+	if (pos < 0 || (uint64_t)pos + io_len > region_len) {
+		pos = add > 0 ? 0 : (int64_t)region_len + add;
+		if (pos < 0 || (uint64_t)pos + io_len > region_len) {
+			pos = (int64_t)(region_len - io_len);
+		}
+	}
+	*last_end = (uint64_t)pos + io_len;
+	return (uint64_t)pos;
 }
 
 uint64_t iogen_rate_bytes_due_ns(uint64_t start_ns, uint64_t bytes, uint64_t rate_bytes)
@@ -136,4 +191,12 @@ uint64_t iogen_rate_bytes_due_ns(uint64_t start_ns, uint64_t bytes, uint64_t rat
 		return start_ns;
 	}
 	return start_ns + (uint64_t)((unsigned __int128)bytes * NSEC_PER_SEC / rate_bytes);
+}
+
+uint64_t iogen_poisson_gap_ns(uint64_t *rng, uint64_t rate)
+{
+	/* u in (0, 1]: -ln(u) / rate seconds */
+	double u = ((double)(probe_rng_next(rng) >> 11) + 1.0) * 0x1.0p-53;
+
+	return rate ? (uint64_t)(-log(u) * (double)NSEC_PER_SEC / (double)rate) : 0;
 }

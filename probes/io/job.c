@@ -108,13 +108,6 @@ static void job_fail(struct job *j, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void scramble(void *buf, uint64_t bs, uint64_t stamp)
-{
-	for (uint64_t i = 0; i < bs; i += 512) {
-		*(uint64_t *)((char *)buf + i) = stamp + i;
-	}
-}
-
 /* Take the next data op from iogen and fill the slot. Returns the op. */
 static enum probe_op job_prep_io(struct job *j, struct slot *s)
 {
@@ -122,12 +115,13 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 	struct iogen_io io;
 
 	iogen_next(&r->gen, &j->gen, &io);
+	s->prep_ns = now_nsec(CLOCK_MONOTONIC);
 	s->offset = io.offset;
 	s->len = io.len;
 	s->file = io.file;
 	j->issued_bytes += io.len;
 	/* as in fio, a ramp does not count towards io_size */
-	if (r->ramp_ns == 0 || now_nsec(CLOCK_MONOTONIC) >= r->start_ns + r->ramp_ns) {
+	if (r->ramp_ns == 0 || s->prep_ns >= r->start_ns + r->ramp_ns) {
 		j->measured_bytes += io.len;
 	}
 	if (io.is_read) {
@@ -135,8 +129,9 @@ static enum probe_op job_prep_io(struct job *j, struct slot *s)
 	} else {
 		s->op = PROBE_OP_WRITE;
 		j->last_write_file = io.file;
-		scramble(s->buf, io.len, probe_rng_next(&j->gen.rng) ^ io.offset);
+		job_fill_buffer(j, s, io.offset);
 	}
+	s->ioprio = job_cmdprio(j, io.is_read ? PROBE_DIR_READ : PROBE_DIR_WRITE, io.len);
 	return s->op;
 }
 
@@ -150,9 +145,17 @@ static void job_complete(struct job *j, struct slot *s, long res, uint64_t t)
 	if (res == want && t < r->start_ns + r->ramp_ns) {
 		/* ramp_time: run, but kept out of the figures (as in fio) */
 	} else if (res == want) {
+		j->think_completed++;
+		job_ss_count(j, (uint64_t)want);
 		o->ops++;
 		o->bytes += (uint64_t)want;
 		histogram_record(&o->lat, t - s->submit_ns);
+		if (s->op != PROBE_OP_FSYNC) {
+			fiostat_record_io(&o->fio, &j->fio, s->submit_ns - s->prep_ns, t - s->submit_ns);
+			job_lat_io(j, t - s->prep_ns);
+		} else {
+			fiostat_stat_add(&o->fio.clat, t - s->submit_ns);
+		}
 	} else if (res < 0) {
 		o->errors[probe_error_reason_from_errno((int)-res)]++;
 		if (s->op == PROBE_OP_FSYNC) {
@@ -182,6 +185,7 @@ static void job_sync_fsync(struct job *j, struct slot *s)
 	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
 	long res = fsync(j->run->fds[j->last_write_file]) < 0 ? -errno : 0;
 
+	s->prep_ns = t0;
 	s->submit_ns = t0;
 	job_complete(j, s, res, now_nsec(CLOCK_MONOTONIC));
 }
@@ -209,9 +213,9 @@ static void submit_refused(struct job *j, unsigned done, int n)
 	j->n_batch--;
 }
 
-/* Submit the batch; what the kernel does not take stays in it (EAGAIN).
- * Returns the number submitted. */
-static unsigned job_submit(struct job *j)
+/* Submit the batch (`inflight` already in the kernel); what the kernel does
+ * not take stays in it (EAGAIN). Returns the number submitted. */
+static unsigned job_submit(struct job *j, unsigned inflight)
 {
 	unsigned done = 0;
 	uint64_t t0, t;
@@ -242,6 +246,7 @@ static unsigned job_submit(struct job *j)
 				s->is_inflight = true;
 			}
 			done += (unsigned)n;
+			fiostat_mark_submit(&j->fio, (unsigned)n, inflight + done);
 			continue;
 		}
 		if (n == 0) {
@@ -316,7 +321,9 @@ static uint64_t job_rate_due_ns(const struct job *j, uint64_t issued)
 	const struct run *r = j->run;
 	uint64_t due = r->start_ns, b;
 
-	if (r->rate_iops) {
+	if (r->rate_iops && r->layout_pc.wl.is_poisson) {
+		due = j->poisson_due_ns;
+	} else if (r->rate_iops) {
 		due = probe_rate_due_ns(r->start_ns, issued, j->index, r->numjobs, r->rate_iops * r->numjobs);
 	}
 	if (r->rate_bytes) {
@@ -366,7 +373,8 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 {
 	struct run *r = j->run;
 
-	while (l->is_issuing && l->inflight + j->n_batch < j->depth && job_may_queue(j, l->inflight)) {
+	while (l->is_issuing && l->inflight + j->n_batch < job_lat_depth(j) &&
+	       job_may_queue(j, l->inflight)) {
 		struct slot *s;
 
 		if (l->want_fsync) {
@@ -385,7 +393,17 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 			}
 			continue;
 		}
-		if (job_budget_spent(j, l->issued)) {
+		if (job_think_due(j, l->now)) {
+			/* as fio: the I/Os in flight complete, then the pause */
+			if (l->inflight + j->n_batch > 0) {
+				break;
+			}
+			job_pace_wait(j, job_think_spin(j));
+			job_think_done(j);
+			l->now = now_nsec(CLOCK_MONOTONIC);
+			continue;
+		}
+		if (job_budget_spent(j, l->issued) || job_flow_held(j, l->now, &l->due)) {
 			break;
 		}
 		l->due = job_rate_due_ns(j, l->issued);
@@ -401,6 +419,7 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 		j->batch[j->n_batch++] = s;
 		j->n_reaped = 0;
 		l->issued++;
+		job_flow_issued(j);
 	}
 }
 
@@ -410,7 +429,7 @@ static void job_flush_batch(struct job *j, struct io_loop *l)
 	if (j->n_batch == 0) {
 		return;
 	}
-	l->inflight += job_submit(j);
+	l->inflight += job_submit(j, l->inflight);
 	if (l->inflight == 0 && j->n_batch > 0) {
 		/* EAGAIN with nothing to wait for: it will not get better */
 		job_fail(j, -EAGAIN, "the kernel refused to queue I/O to %s (EAGAIN)", j->run->target);
@@ -430,6 +449,7 @@ static void job_flush_batch(struct job *j, struct io_loop *l)
 static bool job_reap(struct job *j, struct io_loop *l)
 {
 	uint64_t timeout = ENGINE_WAIT_FOREVER;
+	unsigned reaped = 0;
 	char e[96];
 	int n;
 
@@ -456,7 +476,12 @@ static bool job_reap(struct job *j, struct io_loop *l)
 		job_complete(j, j->events[i].slot, j->events[i].res, l->now);
 		j->n_reaped++;
 		l->inflight--;
+		reaped++;
 	}
+	fiostat_mark_complete(&j->fio, reaped);
+	job_sample(j, l->now);
+	job_ss_tick(j, l->now);
+	job_lat_check(j, l->now);
 	return true;
 }
 
@@ -481,6 +506,7 @@ static void job_loop(struct job *j)
 		}
 		l.due = 0;
 		if (l.is_issuing && (j->error != 0 || l.now >= l.stop_at || run_is_cancelled(r) ||
+				     __atomic_load_n(&r->ss_stop, __ATOMIC_ACQUIRE) || j->lat.is_done ||
 				     (job_budget_spent(j, l.issued) && !l.want_fsync))) {
 			l.is_issuing = false;
 		}
@@ -530,6 +556,9 @@ void *job_main(void *userdata)
 		j->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	}
 	j->setup_error = job_setup(j);
+	if (j->setup_error == 0) {
+		j->setup_error = job_set_ioprio(j);
+	}
 	pthread_mutex_lock(&r->lock);
 	r->n_ready++;
 	pthread_cond_broadcast(&r->cond);
@@ -540,7 +569,16 @@ void *job_main(void *userdata)
 	pthread_mutex_unlock(&r->lock);
 
 	if (go) {
+		uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+
+		j->fio.interval_ns = r->start_ns + r->ramp_ns;
+		j->poisson_due_ns = r->start_ns;
+		j->think_ns = r->start_ns;
+		job_lat_init(j, r->start_ns + r->ramp_ns);
+		job_rusage(j, -1);
 		job_loop(j);
+		job_rusage(j, 1);
+		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
 	}
 	pthread_mutex_lock(&r->lock);
 	r->n_finished++;

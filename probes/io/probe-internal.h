@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "iogen.h"
+#include "iogen_buf.h"
 #include "macro.h"
 
 /* After a cancel or a missed deadline, how long probe_wait() still waits
@@ -60,6 +61,19 @@ struct job {
 	char message[sizeof(((struct probe_result *)0)->message)];
 	uint64_t last_ns;
 	struct probe_op_result op[_PROBE_OP_MAX];
+	struct fiostat_job fio;	  /* fio's side figures (fiostat.h) */
+	struct iogen_buf_job buf; /* dedupe's repeats */
+	uint64_t poisson_due_ns;  /* rate_process=poisson: when the next I/O may go */
+	uint64_t think_ns;	  /* thinktime: when the last pause ended */
+	uint64_t think_issued;	  /* ... I/Os issued and completed since */
+	uint64_t think_completed;
+	uint64_t flow_counter;	   /* its I/Os in the flow */
+	uint64_t ss_ios, ss_bytes; /* atomic: its I/Os for ss= */
+	struct {
+		unsigned qd, qd_low, qd_high, stable; /* latency_target's search */
+		bool is_end_run, is_done;	      /* the depth found: a last window, then the end */
+		uint64_t window_ns, window_ios, failed;
+	} lat;
 	cpu_set_t cpu;	   /* where it runs, if has_cpu (job_cpus(), job_cpu()) */
 	cpu_set_t allowed; /* where it may go once let go (job_watch_cpu()) */
 	bool has_cpu;
@@ -90,6 +104,15 @@ struct run {
 	unsigned logical_block_size;
 	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
 	struct iogen gen;
+	struct iogen_buf buf;	 /* write content (buffer_pattern, dedupe, compress) */
+	struct probe_flow *flow; /* flow=: the shared one, or own_flow */
+	struct probe_flow own_flow;
+	struct steady ss;	   /* ss=: taken by the job that ticks each second */
+	uint64_t ss_next_ns;	   /* atomic: the next tick, 0 before the first */
+	uint64_t ss_ios, ss_bytes; /* the jobs' totals at the last tick */
+	uint64_t ss_last_ns;	   /* ... and its time */
+	bool ss_stop;		   /* atomic: attained, the jobs stop issuing */
+	uint64_t lat_measure_ns;   /* atomic: latency_target's last window began, 0: not yet */
 
 	int *fds; /* the probe files (nrfiles), or the raw device */
 	unsigned n_fds;
@@ -138,6 +161,25 @@ void run_abandon(struct run *r);
 
 /* job.c */
 void *job_main(void *userdata);
+
+/* job_workload.c: fio's workload keys and side figures in a job's loop */
+uint16_t job_cmdprio(struct job *j, int d, uint64_t len);
+bool job_think_due(const struct job *j, uint64_t now);
+/* thinktime_spin's spin; returns when the sleep that follows ends */
+uint64_t job_think_spin(struct job *j);
+void job_think_done(struct job *j);
+bool job_flow_held(const struct job *j, uint64_t now, uint64_t *ret_due);
+void job_flow_issued(struct job *j);
+int job_set_ioprio(struct job *j);
+void job_sample(struct job *j, uint64_t now);
+void job_rusage(struct job *j, int sign);
+void job_fill_buffer(struct job *j, struct slot *s, uint64_t offset);
+void job_ss_count(struct job *j, uint64_t bytes);
+void job_ss_tick(struct job *j, uint64_t now);
+void job_lat_init(struct job *j, uint64_t now);
+unsigned job_lat_depth(const struct job *j);
+void job_lat_io(struct job *j, uint64_t lat_ns);
+void job_lat_check(struct job *j, uint64_t now);
 
 /* cpuwatch.c */
 void job_unwatch(struct job *j);

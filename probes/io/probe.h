@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "fiostat.h"
+#include "steady.h"
 #include "histogram.h"
 #include "macro.h"
 
@@ -38,9 +40,10 @@ struct probe_op_result {
 	uint64_t ops;
 	uint64_t bytes;
 	uint64_t errors[_PROBE_ERR_MAX];
-	double iops;	      /* ops / run time */
-	double bw_bytes;      /* bytes / run time */
-	struct histogram lat; /* completion latency, submit to reap */
+	double iops;		/* ops / run time */
+	double bw_bytes;	/* bytes / run time */
+	struct histogram lat;	/* completion latency, submit to reap */
+	struct fiostat_dir fio; /* slat, lat, interval samples (read and write) */
 };
 
 /* The outcome of one run of one probe. */
@@ -53,6 +56,8 @@ struct probe_result {
 	uint64_t layout_usec;  /* time spent laying out the probe file, 0 if reused */
 	dev_t directory_dev;   /* the filesystem DIRECTORY was on, 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
+	struct fiostat_job fio; /* depths, latency buckets, CPU: the jobs' sum */
+	struct steady ss;	/* ss=: the window and whether it was attained */
 };
 
 /* Zero *res, with empty histograms. */
@@ -84,13 +89,23 @@ int probe_run(const struct probe_config *pc, struct probe_result *ret);
  * its runs would report. */
 int probe_engine_check(enum probe_engine engine, char *msg, size_t len);
 
+/* fio's flow: the jobs sharing a flow_id keep their I/Os in proportion to
+ * their weights. A run without one given (the daemon) makes its own for its
+ * jobs. */
+struct probe_flow {
+	unsigned id;
+	uint64_t total_weight; /* the weights of every job in it */
+	uint64_t counter;      /* atomic: the I/Os its jobs have issued */
+};
+
 /* What a run needs beyond its configuration. */
 struct probe_options {
-	const char *sysfs;     /* sysfs mount point; NULL: "/sys" */
-	uint64_t seed;	       /* offsets and data; 0: from getrandom() */
-	dev_t directory_dev;   /* not 0: DIRECTORY must still be on this filesystem
-				* (-EXDEV otherwise), see probefile_open_directory() */
-	uint64_t timeout_usec; /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
+	struct probe_flow *flow; /* the probe's flow_id's, shared with other runs; NULL: its own */
+	const char *sysfs;	 /* sysfs mount point; NULL: "/sys" */
+	uint64_t seed;		 /* offsets and data; 0: from getrandom() */
+	dev_t directory_dev;	 /* not 0: DIRECTORY must still be on this filesystem
+				  * (-EXDEV otherwise), see probefile_open_directory() */
+	uint64_t timeout_usec;	 /* not 0: the I/O phase's limit instead of probe_timeout_usec() */
 	/* the logical block size the topology read for device block_size_dev:
 	 * taken when the target is on that device; otherwise (0, another
 	 * device, an anonymous filesystem) the run reads sysfs itself */

@@ -64,6 +64,7 @@ void probe_op_result_add(struct probe_op_result *dst, const struct probe_op_resu
 		dst->errors[i] += src->errors[i];
 	}
 	histogram_merge(&dst->lat, &src->lat);
+	fiostat_dir_merge(&dst->fio, &src->fio);
 }
 
 void probe_result_init(struct probe_result *res)

@@ -134,6 +134,12 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				   "laying out %s took longer than %" PRIu64 " s", r->target,
 				   (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
 		}
+		if (k == -EMFILE) {
+			errstr_set(res->message, sizeof(res->message), 0,
+				   "%s: nrfiles=%u needs as many open files, more than this process may have "
+				   "(ulimit -n, LimitNOFILE= in the unit)",
+				   r->target, r->n_fds);
+		}
 		if (k < 0) {
 			return k;
 		}
@@ -170,7 +176,9 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (k < 0) {
 		return k;
 	}
-	iogen_init(&r->gen, &r->layout_pc, &layout);
+	iogen_init(&r->gen, &r->layout_pc, &layout, r->seed);
+	iogen_buf_init(&r->buf, &r->layout_pc.wl, layout.region, r->gen.bs_max,
+		       r->seed ^ 0x9e3779b97f4a7c15ULL);
 	if (layout.increment == 0 && layout.region < r->gen.bs_max * r->numjobs) {
 		errstr_set(res->message, sizeof(res->message), 0,
 			   "%s has %" PRIu64 " bytes to probe, less than bs*numjobs=%" PRIu64, r->target,
@@ -266,11 +274,16 @@ static void run_merge(struct run *r, unsigned n_jobs, struct probe_result *res, 
 {
 	uint64_t end = r->start_ns;
 
+	res->ss = r->ss; /* the jobs have ended: no tick writes it now */
 	for (unsigned i = 0; i < n_jobs; i++) {
 		struct job *j = &r->jobs[i];
 
 		for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 			probe_op_result_add(&res->op[op], &j->op[op]);
+		}
+		fiostat_job_merge(&res->fio, &j->fio);
+		if (j->lat.qd > res->fio.latency_depth) {
+			res->fio.latency_depth = j->lat.qd; /* the deepest job's */
 		}
 		if (j->last_ns > end) {
 			end = j->last_ns;
@@ -321,6 +334,7 @@ static void run_end_fsync(struct run *r, struct probe_result *res, uint64_t *end
 	*end_ns = now_nsec(CLOCK_MONOTONIC);
 	o->ops++;
 	histogram_record(&o->lat, *end_ns - t0);
+	fiostat_stat_add(&o->fio.clat, *end_ns - t0);
 }
 
 static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
@@ -328,7 +342,13 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	uint64_t data_ops = res->op[PROBE_OP_READ].ops + res->op[PROBE_OP_WRITE].ops;
 	/* the figures start after ramp_time, as fio's */
 	uint64_t measured = r->start_ns ? r->start_ns + r->ramp_ns : 0;
+	uint64_t lat = __atomic_load_n(&r->lat_measure_ns, __ATOMIC_RELAXED);
 	double secs;
+
+	/* latency_target: the figures are the last window's, at the depth found */
+	if (lat > measured) {
+		measured = lat;
+	}
 
 	if (measured > 0 && end_ns > measured) {
 		res->runtime_usec = (end_ns - measured) / NSEC_PER_USEC;
@@ -512,6 +532,10 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 	}
 	run_copy_keys(r, pc, o);
 	r->seed = o && o->seed ? o->seed : 0;
+	r->own_flow =
+	    (struct probe_flow){.id = pc->wl.flow_id, .total_weight = (uint64_t)pc->wl.flow * pc->numjobs};
+	r->flow = !pc->wl.flow ? NULL : o && o->flow ? o->flow : &r->own_flow;
+	steady_init(&r->ss, &pc->wl);
 	r->directory_dev = o ? o->directory_dev : 0;
 	r->block_size_dev = o ? o->block_size_dev : 0;
 	r->logical_block_size = o ? o->logical_block_size : 0;

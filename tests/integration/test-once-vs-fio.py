@@ -31,7 +31,7 @@ def runbook_job(mnt, loops):
 
 
 def run_iopsd(path, throttle=None):
-    cmd = [t.IOPSD, "--once", "--config", path]
+    cmd = [t.IOPSD, "--once", "--output-format=json", "--config", path]
     p = subprocess.run(throttle.wrap(cmd) if throttle else cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, (p.returncode, p.stderr)
     job = json.loads(p.stdout)["jobs"][0]

@@ -52,7 +52,7 @@ def watch_threads(dev, conf, seconds=2.5):
     every 0.1 s: {tid: [set, ...]}, and which threads are the jobs (named
     p/0 and p/1 by iopsd)."""
     write_conf(conf, dev, "numjobs=2\niodepth=1\nruntime=3s\n")
-    p = subprocess.Popen([t.IOPSD, "--once", "--config", conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen([t.IOPSD, "--once", "--output-format=json", "--config", conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         seen, names = {}, {}
         deadline = time.monotonic() + seconds
@@ -132,7 +132,7 @@ def io_submits(dev, conf, extra):
     # LeakSanitizer cannot run under a tracer: the sanitizer build's leak
     # check stays with the other tests
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
-    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=io_submit", "-o", trace, t.IOPSD, "--once",
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=io_submit", "-o", trace, t.IOPSD, "--once", "--output-format=json",
                         "--config", conf], capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)["jobs"][0]

@@ -17,7 +17,7 @@ import iopsdtest as t  # noqa: E402
 def once(conf_path, text):
     with open(conf_path, "w") as f:
         f.write(text)
-    p = subprocess.run([t.IOPSD, "--once", "--config", conf_path], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", conf_path], capture_output=True, text=True, timeout=60)
     doc = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
     return p.returncode, doc, p.stderr
 

@@ -24,7 +24,7 @@ def disk_stat(dev):
 def once(conf_path, text):
     with open(conf_path, "w") as f:
         f.write(text)
-    p = subprocess.run([t.IOPSD, "--once", "--config", conf_path], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", conf_path], capture_output=True, text=True, timeout=120)
     try:
         doc = json.loads(p.stdout)
     except ValueError:

@@ -19,7 +19,7 @@ def once_in(throttle, conf):
     """Run --once in the cgroup; returns (exit status, document, seconds
     until the document was complete, stderr)."""
     t0 = time.monotonic()
-    p = subprocess.Popen(throttle.wrap([t.IOPSD, "--once", "--config", conf]),
+    p = subprocess.Popen(throttle.wrap([t.IOPSD, "--once", "--output-format=json", "--config", conf]),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = b""
     doc = None

@@ -21,7 +21,7 @@ RUNTIME = 2
 
 
 def once(conf, wrap=lambda c: c):
-    p = subprocess.run(wrap([t.IOPSD, "--once", "--config", conf]), stdout=subprocess.PIPE,
+    p = subprocess.run(wrap([t.IOPSD, "--once", "--output-format=json", "--config", conf]), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
     doc = json.loads(p.stdout)
     return p.returncode, doc["jobs"][0], p.stderr.decode()

@@ -223,8 +223,8 @@ static void test_refused_keys_name_file_line_key_and_reason(void **state)
 	    {"[j]\nfilename=/dev/sdz\nioengine=null\n", 3, "ioengine=null is refused: it does no disk I/O"},
 	    {"[j]\ndirectory=/d\nrw=trim\n", 3, "rw=trim is refused: iopsd never trims"},
 	    {"[j]\ndirectory=/d\nzonemode=zbd\n", 3, "zonemode=zbd is refused: zoned"},
-	    {"[j]\ndirectory=/d\nthinktime=100\n", 3, "thinktime=100 is refused"},
-	    {"[j]\ndirectory=/d\nrw=read:8k\n", 3, "rw=read:8k: the ':' offset modifier"},
+	    {"[j]\ndirectory=/d\nreplay_redirect=/dev/sda\n", 3, "replay_redirect=/dev/sda is refused"},
+	    {"[j]\ndirectory=/d\nrw=read:8x\n", 3, "rw=read:8x: expected MODE:SIZE"},
 	    {"[j]\ndirectory=/d\nrate=1m,500k\n", 3, "separate read and write rates are not supported"},
 	    {"[j]\ndirectory=/d\nbssplit=4k/50:8k/40\n", 3, "the percentages add up to 90, not 100"},
 	    {"[j]\nfilename=/dev/null\n", 2, "is a character device"},
@@ -340,6 +340,25 @@ static void test_runbook_jobs_load_unchanged(void **state)
 	}
 }
 
+/* fio-examples' filecreate-ioengine asks nrfiles=31250: as many files as
+ * max_probe_memory holds load, more are refused by it, not by a constant. */
+static void test_nrfiles_is_bounded_by_max_probe_memory(void **state)
+{
+	struct config *cfg =
+	    config_test_load_ok("[many]\ndirectory=/d\nnrfiles=31250\nfilesize=4k\nnumjobs=4\n");
+	char msg[1024];
+
+	assert_int_equal(cfg->probes[0].nrfiles, 31250);
+	assert_int_equal(config_probe_file_bytes(&cfg->probes[0]), 31250 * (4 + 16 * 4));
+	config_free(cfg);
+	assert_int_equal(
+	    config_test_load_fails("[global]\nmax_probe_memory=16m\n[many]\ndirectory=/d\nnrfiles=1000000\n"
+				   "filesize=4k\nnumjobs=2\n",
+				   msg, sizeof(msg)),
+	    3);
+	assert_non_null(strstr(msg, "more than max_probe_memory=16.0 MiB"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +372,7 @@ int main(void)
 	    cmocka_unit_test(test_an_explicit_interval_is_not_fitted),
 	    cmocka_unit_test(test_filename_of_a_file_becomes_a_probe_file_with_a_notice),
 	    cmocka_unit_test(test_runbook_jobs_load_unchanged),
+	    cmocka_unit_test(test_nrfiles_is_bounded_by_max_probe_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

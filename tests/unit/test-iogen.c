@@ -41,7 +41,7 @@ static void setup(struct probe_config *pc, struct iogen *g)
 
 	fio_resolve_bs(pc);
 	assert_int_equal(fio_layout(pc, 0, &l, err, sizeof(err)), 0);
-	iogen_init(g, pc, &l);
+	iogen_init(g, pc, &l, 1);
 }
 
 static void test_bssplit_sizes_follow_their_weights(void **state)
@@ -188,6 +188,85 @@ static void test_rate_in_bytes_paces_without_drift(void **state)
 	assert_int_equal(iogen_rate_bytes_due_ns(5, 123, 0), 5);
 }
 
+/* fio-examples' backwards-read: rw=read:-8k with bs=4k reads the file from
+ * its end down, each I/O 4k before the last one's start (as fio: the first
+ * at 0, then the end minus 8k, and on down). */
+static void test_offset_modifier_backwards_as_fio(void **state)
+{
+	struct probe_config pc = probe(PROBE_RW_READ);
+	struct iogen g;
+	struct iogen_job j;
+	struct iogen_io io;
+	char err[256];
+	static const uint64_t want[] = {0, 120 * KIB, 116 * KIB, 112 * KIB};
+
+	pc.size = 128 * KIB;
+	assert_int_equal(fio_parse_rw("rw", "read:-8k", &pc, err, sizeof(err)), 0);
+	assert_int_equal(pc.rw_seq_add, -8192);
+	setup(&pc, &g);
+	assert_int_equal(iogen_job_init(&g, 0, 1, &j), 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		iogen_next(&g, &j, &io);
+		assert_int_equal(io.offset, want[i]);
+	}
+	for (int i = 0; i < 40; i++) {
+		iogen_next(&g, &j, &io);
+		assert_true(io.offset + io.len <= 128 * KIB);
+	}
+	iogen_job_done(&j);
+}
+
+/* rw=write:112k: a 112k hole after each 16k write, wrapping to the start. */
+static void test_offset_modifier_holes_as_fio(void **state)
+{
+	struct probe_config pc = probe(PROBE_RW_WRITE);
+	struct iogen g;
+	struct iogen_job j;
+	struct iogen_io io;
+	char err[256];
+
+	pc.size = 512 * KIB;
+	pc.bs = pc.bs_rw[0] = pc.bs_rw[1] = 16 * KIB;
+	assert_int_equal(fio_parse_rw("rw", "write:112k", &pc, err, sizeof(err)), 0);
+	setup(&pc, &g);
+	assert_int_equal(iogen_job_init(&g, 0, 1, &j), 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		iogen_next(&g, &j, &io);
+		assert_int_equal(io.offset, (i % 4) * 128 * KIB);
+	}
+	iogen_job_done(&j);
+}
+
+/* rw=randread:4: a new random offset every 4 I/Os, sequential between. */
+static void test_offset_modifier_random_every_n_as_fio(void **state)
+{
+	struct probe_config pc = probe(PROBE_RW_RANDREAD);
+	struct iogen g;
+	struct iogen_job j;
+	struct iogen_io io;
+	uint64_t last = 0;
+	unsigned jumps = 0;
+	char err[256];
+
+	assert_int_equal(fio_parse_rw("rw", "randread:4", &pc, err, sizeof(err)), 0);
+	assert_int_equal(pc.rw_seq_nr, 4);
+	setup(&pc, &g);
+	assert_int_equal(iogen_job_init(&g, 0, 1, &j), 0);
+	for (int i = 0; i < 400; i++) {
+		iogen_next(&g, &j, &io);
+		if (i % 4 != 3 && i > 0) {
+			assert_int_equal(io.offset, last); /* sequential after the last */
+		}
+		jumps += i % 4 == 3 && io.offset != last;
+		last = io.offset + io.len;
+	}
+	assert_true(jumps > 90);
+	iogen_job_done(&j);
+	assert_int_equal(fio_parse_rw("rw", "randread:0", &pc, err, sizeof(err)), -EINVAL);
+	assert_int_equal(fio_parse_rw("rw", "read:x", &pc, err, sizeof(err)), -EINVAL);
+	assert_int_equal(fio_parse_rw("rw", "randtrim", &pc, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +277,9 @@ int main(void)
 	    cmocka_unit_test(test_offset_increment_gives_each_job_its_region),
 	    cmocka_unit_test(test_a_raw_device_region_past_its_end_is_refused),
 	    cmocka_unit_test(test_rate_in_bytes_paces_without_drift),
+	    cmocka_unit_test(test_offset_modifier_backwards_as_fio),
+	    cmocka_unit_test(test_offset_modifier_holes_as_fio),
+	    cmocka_unit_test(test_offset_modifier_random_every_n_as_fio),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

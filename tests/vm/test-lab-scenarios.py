@@ -15,8 +15,9 @@ ships and started by systemd), each scenario asserting figures:
   short    declared 3C while the hypervisor holds C: the mismatch
   raid0    md RAID0 -c256 of two C/2 volumes, ext4 on /data: the field
            notes' job file through fio and iopsd --once (within 3%, both
-           near C), member utilization vs fio's aggrutil (1 point), the
-           array held by its throttled member, the /data probe on the array
+           near C), member utilization vs fio's aggrutil (1 point), --once's
+           own disk_util aggrutil vs fio's (1 point, the same busier member),
+           the array held by its throttled member, the /data probe on the array
   shared   three volumes capped at C in a group of 1.5C: a shared ceiling
            found (within 5%) and named; [instance] iops_limit= declared
   faults   a probed volume detached and reattached, dm-flakey EIO, dm-delay
@@ -1043,9 +1044,9 @@ class Scenarios:
               == members, f"probe_info device={info[0].get('device') if info else None}, api {p.get('device')} "
               f"{p.get('members')}", f"{md} with {members}")
         # as the service's user: iopsd uses only a probe directory of its own
-        r = self.lab.run("runuser -u iopsd -- iopsd --once --config /var/tmp/randread4k.fio", timeout=300,
+        r = self.lab.run("runuser -u iopsd -- iopsd --once --output-format=json --config /var/tmp/randread4k.fio", timeout=300,
                          check=False)
-        once, why = None, r.stderr.strip()[-400:]
+        once, why, o = None, r.stderr.strip()[-400:], {}
         try:
             o = json.loads(r.stdout[r.stdout.index("{"):])
             once = sum(job["read"]["iops"] for job in o["jobs"]) if r.ok else None
@@ -1063,6 +1064,18 @@ class Scenarios:
               f"within 3%, near {C}",
               lab_limit=(starved if near else None) or (f"{fio_short}; iopsd's {once:.1f} is within 3% of the cap"
                                                         if at_cap and fio_short else None))
+        # --once's disk stats as fio's (its own run of the same job): the
+        # array's aggrutil, the busiest member's util, within 1 point of
+        # fio's, and the same member the busier one
+        du_i = {d["name"]: d for d in o.get("disk_util", [])}
+        ai = du_i.get(md, {}).get("aggr_util")
+        busy_f = max(members, key=lambda m: fio_members.get(m) or -1.0)
+        busy_i = max(members, key=lambda m: du_i.get(m, {}).get("util") or -1.0) if du_i else None
+        check("raid0", "iopsd --once's aggrutil = fio's, the busier member named",
+              ai is not None and aggr is not None and abs(ai - aggr) <= 1 and busy_i == busy_f,
+              f"iopsd {fmt(ai, '.2f')}% ({busy_i} busier; members "
+              f"{pcts({m: du_i.get(m, {}).get('util') for m in members})}) vs fio {fmt(aggr, '.2f')}% "
+              f"({busy_f})", "within 1 point, the same member", lab_limit=starved)
         self.windows["raid0"] = (t0, time.time())
 
     # three volumes under an instance-wide limit

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""`iopsd --once` as a drop-in for fio, checked with fio and fio's own tools
+on the same job (randrw with fsync, ext4 on a loop device, O_DIRECT):
+
+- the key sets of iopsd's and fio's JSON, recursively: every difference is
+  in ALLOWED with its reason, or the test fails (either way round);
+- fio_jsonplus_clat2csv (Debian's fio package) on `--output-format=json+`
+  writes the same columns as on fio's json+, with iopsd's bins as counts;
+- normal output has fio's lines in fio's order (figures aside), with the
+  loop device in "Disk stats" and its util near fio's;
+- terse is version 3 with as many fields as fio's;
+- --output=FILE and comma lists as in fio; a bad format is a usage error."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+JOB = """[global]
+directory={mnt}
+ioengine=libaio
+direct=1
+size=16m
+runtime=2s
+time_based
+
+[randrw]
+rw=randrw
+rwmixread=70
+bs=4k
+iodepth=8
+fsync=32
+"""
+
+# path (jobs[] for every job; * for any key under it): the reason
+ALLOWED = {
+    "only fio": {
+        "/fio version": "iopsd is not fio: its version is under 'iopsd version'",
+        "/global options": "fio echoes the [global] section's text; iopsd keeps parsed values, per job "
+                           "under 'job options'",
+        "/global options/*": "as /global options",
+        "/jobs[]/job options/*": "fio echoes the keys the job file gave, as text; iopsd lists the values "
+                                 "it runs with (its fixed set, as before)",
+    },
+    "only iopsd": {
+        "/iopsd version": "iopsd's version (fio's 'fio version')",
+        "/jobs[]/job options/*": "as fio's job options",
+        "/jobs[]/success": "iopsd's own: the run reached its budget without an error",
+        "/jobs[]/error_name": "iopsd's own: the errno's name",
+        "/jobs[]/message": "iopsd's own: the error's explanation",
+        "/jobs[]/timestamp_ms": "iopsd's own: the run's start",
+        "/jobs[]/runtime_usec": "iopsd's own: the I/O phase in microseconds",
+        "/jobs[]/layout_usec": "iopsd's own: time laying out the probe file",
+        "/jobs[]/target": "iopsd's own: the directory or device probed",
+        "/jobs[]/errors": "iopsd's own: errors by reason",
+        "/jobs[]/errors/*": "as /jobs[]/errors",
+        "/jobs[]/read/errors": "iopsd's own: errors by reason",
+        "/jobs[]/read/errors/*": "as above",
+        "/jobs[]/write/errors": "iopsd's own: errors by reason",
+        "/jobs[]/write/errors/*": "as above",
+        "/jobs[]/trim/errors": "iopsd's own: errors by reason",
+        "/jobs[]/trim/errors/*": "as above",
+        "/jobs[]/sync/errors": "iopsd's own: errors by reason",
+        "/jobs[]/sync/errors/*": "as above",
+    },
+}
+# keys whose children are data, not keys: the percentile list and the bins
+DATA = ("percentile", "bins")
+
+
+def key_paths(o, prefix=""):
+    out = set()
+    if isinstance(o, dict):
+        for k, v in o.items():
+            p = f"{prefix}/{k}"
+            out.add(p)
+            if k not in DATA:
+                out |= key_paths(v, p)
+    elif isinstance(o, list):
+        for v in o:
+            out |= key_paths(v, prefix + "[]")
+    return out
+
+
+def allowed(path, table):
+    if path in table:
+        return True
+    parts = path.split("/")
+    return any("/".join(parts[:i]) + "/*" in table for i in range(2, len(parts)))
+
+
+def check_key_sets(fio, iopsd):
+    kf, ki = key_paths(fio), key_paths(iopsd)
+    bad = [f"only fio: {p}" for p in sorted(kf - ki) if not allowed(p, ALLOWED["only fio"])]
+    bad += [f"only iopsd: {p}" for p in sorted(ki - kf) if not allowed(p, ALLOWED["only iopsd"])]
+    assert not bad, "key sets differ beyond the allowed list:\n  " + "\n  ".join(bad)
+    fio_job = {p for p in kf if p.startswith("/jobs[]/") and "/job options" not in p}
+    print(f"keys: fio {len(kf)}, iopsd {len(ki)}; all {len(fio_job)} of fio's job keys "
+          f"(job options aside) in iopsd's; {len(kf - ki)} only in fio, {len(ki - kf)} only in iopsd, "
+          "all allowed")
+
+
+def clat2csv_header(path, out):
+    p = subprocess.run(["fio_jsonplus_clat2csv", path, out], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"fio_jsonplus_clat2csv failed on {path}: {p.stderr[-2000:]}"
+    with open(out + "_job0") as f:
+        lines = f.read().splitlines()
+    assert len(lines) > 1, f"{out}_job0 has no rows"
+    return lines[0], lines[1:]
+
+
+def shape(text):
+    """The lines of a normal report without their figures, from the job block on."""
+    out = []
+    started = False
+    for line in text.splitlines():
+        if re.match(r"^\S+: \(groupid=", line):
+            started = True
+            line = re.sub(r"pid=.*$", "", line)
+        if started and line.strip() and not line.startswith("  lat ("):
+            line = re.sub(r"[0-9][0-9.]*[kMGT]?i?B?", "#", line)
+            # units and padding follow the figures
+            line = re.sub(r"\((nsec|usec|msec)\)", "(unit)", line)
+            line = re.sub(r"\(\s*[KM]iB/s\)", "(unit)", line)
+            out.append(re.sub(r" +", " ", re.sub(r"([=\[]) +", r"\1", line)).rstrip())
+    return out
+
+
+def run(cmd, timeout=120):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, (cmd, p.returncode, p.stderr[-2000:])
+    return p.stdout
+
+
+def main():
+    t.require_root()
+    t.require_tool("losetup", "mkfs.ext4", "fio", "fio_jsonplus_clat2csv")
+    fs = t.Ext4Mount("once-fio-formats", 128, in_memory=True)
+    try:
+        d = tempfile.mkdtemp(dir=fs.loop.dir)
+        job = os.path.join(d, "randrw.fio")
+        with open(job, "w") as f:
+            f.write(JOB.format(mnt=fs.mountpoint))
+        fio_json, iopsd_json = os.path.join(d, "fio.json"), os.path.join(d, "iopsd.json")
+        run(["fio", "--output-format=json+", f"--output={fio_json}", job])
+        out = run([t.IOPSD, "--once", "--output-format=json+", f"--output={iopsd_json}", "--config", job])
+        assert out == "", f"--output=FILE still printed to stdout: {out[:200]}"
+        with open(fio_json) as f:
+            fio = json.load(f)
+        with open(iopsd_json) as f:
+            iopsd = json.load(f)
+        assert iopsd["jobs"][0]["success"], iopsd["jobs"][0]["message"]
+        check_key_sets(fio, iopsd)
+
+        hf, _ = clat2csv_header(fio_json, os.path.join(d, "fio-csv"))
+        hi, rows = clat2csv_header(iopsd_json, os.path.join(d, "iopsd-csv"))
+        assert hf == hi, f"fio_jsonplus_clat2csv columns differ:\n fio:   {hf}\n iopsd: {hi}"
+        cols = [c.strip() for c in hi.split(",")]
+        n = cols.index("read_clat_ns_count")
+        count = sum(int(r.split(",")[n]) for r in rows if r.split(",")[n].strip())
+        assert count == iopsd["jobs"][0]["read"]["total_ios"], (count, iopsd["jobs"][0]["read"]["total_ios"])
+        print(f"fio_jsonplus_clat2csv: the same {len(cols) - 1} columns; iopsd's {len(rows)} rows count "
+              f"its {count} reads")
+
+        fio_n = run(["fio", "--output-format=normal", job])
+        iopsd_n = run([t.IOPSD, "--once", "--config", job])  # normal: fio's default
+        sf, si = shape(fio_n), shape(iopsd_n)
+        assert sf == si, "normal layout differs:\n" + "\n".join(
+            f" fio:   {a}\n iopsd: {b}" for a, b in zip(sf, si) if a != b)
+        dev = os.path.basename(fs.loop.path)
+        uf = float(re.search(rf"{dev}: .*util=([0-9.]+)%", fio_n).group(1))
+        ui = float(re.search(rf"{dev}: .*util=([0-9.]+)%", iopsd_n).group(1))
+        assert ui > 0, f"iopsd's disk stats show {dev} idle: {ui}%"
+        print(f"normal: fio's {len(sf)} lines in fio's order; {dev} util fio {uf}%, iopsd {ui}%")
+
+        tf = run(["fio", "--output-format=terse", job]).strip().splitlines()[-1]
+        ti = run([t.IOPSD, "--once", "--output-format=terse,json", "--config", job])
+        ti_line = ti.splitlines()[0]
+        assert ti_line.startswith("3;iopsd-"), ti_line[:40]
+        assert len(ti_line.split(";")) == len(tf.split(";")), (len(ti_line.split(";")), len(tf.split(";")))
+        json.loads(ti[len(ti_line):])  # the json after the terse line, as fio orders them
+        print(f"terse: version 3, {len(tf.split(';'))} fields as fio's")
+
+        p = subprocess.run([t.IOPSD, "--once", "--output-format=xml", "--config", job], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 64 and "--output-format" in p.stderr, (p.returncode, p.stderr)
+        print("ok: --once writes fio's formats, fio's tools read them")
+    finally:
+        fs.cleanup()
+
+
+if __name__ == "__main__":
+    main()
