@@ -94,7 +94,10 @@ void ceiling_resource_decide(const struct ceiling_plateaus *p, const struct ceil
 	} else if (p->has_throughput) {
 		v.resource = CEILING_RESOURCE_THROUGHPUT;
 	}
-	v.has_iops_ceiling = v.resource == CEILING_RESOURCE_IOPS;
+	/* the IOPS are a throughput cap's shadow only while flat with it: a
+	 * throughput plateau alone leaves an IOPS estimate found before */
+	v.has_iops_ceiling = v.resource == CEILING_RESOURCE_IOPS ||
+			     (v.resource == CEILING_RESOURCE_THROUGHPUT && !p->has_iops);
 	v.has_throughput_ceiling = v.resource == CEILING_RESOURCE_THROUGHPUT;
 	*ret = v;
 }

@@ -55,7 +55,8 @@ struct ceiling_declared {
 struct ceiling_verdict {
 	enum ceiling_resource resource;		/* the binding limit; NONE: no ceiling */
 	bool is_read_flagged, is_write_flagged; /* separate caps: each direction on its own */
-	bool has_iops_ceiling;			/* an IOPS estimate is the volume's (not a shadow) */
+	bool has_iops_ceiling;			/* an IOPS estimate is the volume's (not the shadow of a
+						 * throughput cap flat with it, or of the directions' caps) */
 	bool has_throughput_ceiling;		/* a throughput estimate is the volume's */
 };
 
