@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,33 @@ static void note_overrides(struct parser *p, const struct device_config *dc)
 	}
 }
 
+/* Two probes in one directory must never share a file: [x] with nrfiles=2
+ * writes x.0.dat and x.1.dat, which is [x.0]'s. */
+static void check_probe_files(struct parser *p)
+{
+	const struct config *c = p->cfg;
+
+	for (size_t j = 0; j < c->n_probes; j++) {
+		const struct probe_config *b = &c->probes[j];
+
+		for (size_t i = 0; b->directory && i < j; i++) {
+			const struct probe_config *a = &c->probes[i];
+
+			if (!a->directory || strcmp(a->directory, b->directory) != 0) {
+				continue;
+			}
+			if ((a->nrfiles <= 1 && config_probe_owns_file(b, a->name)) ||
+			    (b->nrfiles <= 1 && config_probe_owns_file(a, b->name))) {
+				parser_error(
+				    p, b->line,
+				    "[%s]: its probe files in %s would be [%s]'s too (nrfiles= numbers "
+				    "them NAME.0, NAME.1, ...): rename one",
+				    b->name, b->directory, a->name);
+			}
+		}
+	}
+}
+
 /* The preset's inputs need a volume_type=, and a type takes only its own:
  * derived for a placeholder size (the real one is known where the device
  * is), which is enough to refuse the keys that never go together. */
@@ -161,6 +189,7 @@ void config_checks_run(struct parser *p)
 	struct config *c = p->cfg;
 
 	check_memory_limits(p);
+	check_probe_files(p);
 	for (size_t i = 0; i < c->n_probes; i++) {
 		struct probe_config *pc = &c->probes[i];
 

@@ -228,7 +228,7 @@ static int config_new_defaults(const char *path, struct config **ret)
 	c->max_devices = 4096;
 	c->max_history_memory = 64ULL << 20;
 	c->max_probe_memory = 128ULL << 20;
-	c->max_history_points = 50000;
+	c->max_history_points = 12000;
 	*ret = c;
 	return 0;
 }
@@ -336,6 +336,23 @@ int config_load_builtin(struct config **ret)
 	c->is_builtin = true;
 	*ret = c;
 	return 0;
+}
+
+bool config_probe_owns_file(const struct probe_config *pc, const char *stem)
+{
+	size_t n = strlen(pc->name);
+	char *end;
+	unsigned long k;
+
+	if (pc->nrfiles <= 1) {
+		return strcmp(pc->name, stem) == 0;
+	}
+	if (strncmp(stem, pc->name, n) != 0 || stem[n] != '.' || stem[n + 1] < '0' || stem[n + 1] > '9' ||
+	    (stem[n + 1] == '0' && stem[n + 2] != '\0')) {
+		return false;
+	}
+	k = strtoul(stem + n + 1, &end, 10);
+	return *end == '\0' && k < pc->nrfiles;
 }
 
 const struct device_config *config_find_device(const struct config *c, const char *name)

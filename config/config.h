@@ -283,6 +283,10 @@ void config_errors_clear(struct config_errors *errs);
 /* Find a [device NAME] section by name; NULL when none. */
 const struct device_config *config_find_device(const struct config *c, const char *name);
 
+/* Whether `stem` names one of pc's probe files in its directory's .iopsd/
+ * (STEM.dat: NAME, or NAME.K for K < nrfiles). */
+bool config_probe_owns_file(const struct probe_config *pc, const char *stem);
+
 /* One-line human summary, e.g. "3 probes, 1 device limit, listen 127.0.0.1:9477". */
 int config_summary(const struct config *c, char *buf, size_t len);
 

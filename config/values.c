@@ -502,6 +502,13 @@ void config_value_set(struct parser *p, const struct config_key *k, const char *
 	if (k->scope == CONFIG_SCOPE_PROBE) {
 		record_key_line(base, k->seen, p->line);
 	}
+	if (strcmp(k->name, "listen_address") == 0) {
+		/* the one setting a reload cannot apply (the web config and the
+		 * connection limits it does) */
+		(void)config_add_notice(p->cfg, p->line,
+					"listen_address takes effect when iopsd starts: a reload keeps the "
+					"addresses it serves on");
+	}
 }
 
 /* The valid keys of `scope`, as one string the caller frees (NULL: no memory). */

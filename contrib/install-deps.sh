@@ -13,7 +13,7 @@ build=(meson ninja-build pkg-config gcc libc6-dev libmicrohttpd-dev libjansson-d
 tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples python3-six sysstat prometheus prometheus-node-exporter
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 wrk ioping strace
        chromium fonts-liberation fonts-dejavu-core fonts-noto-core fonts-noto-mono fontconfig valgrind openssl
-       mmdebstrap qemu-system-x86 qemu-utils git lintian)
+       mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3)
 package=(build-essential debhelper dpkg-dev)
 
 mode=${1:-}

@@ -116,6 +116,15 @@ int ceiling_gate_set_config(struct ceiling_gate *g, const struct config *cfg,
 	return r;
 }
 
+void ceiling_gate_clear(struct ceiling_gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	free_probes(g->probes, g->n_probes);
+	g->probes = NULL;
+	g->n_probes = 0;
+	pthread_mutex_unlock(&g->lock);
+}
+
 /* The ceiling detector state of the device a probe's identity resolved to
  * (NULL while unresolved, or on a filesystem without a device). */
 static struct ceiling_state *state_of(struct gate_probe *p, struct ceiling_set *ceilings)

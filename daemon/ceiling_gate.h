@@ -26,6 +26,11 @@ struct ceiling_gate;
 int ceiling_gate_new(struct ceiling_gate **ret);
 struct ceiling_gate *ceiling_gate_free(struct ceiling_gate *g);
 
+/* Forget every probe (no ceiling probe runs until the next
+ * ceiling_gate_set_config()): when a reload fails before it, so that the
+ * gate keeps no pointer into the configuration it replaces. */
+void ceiling_gate_clear(struct ceiling_gate *g);
+
 /* CLOCK_MONOTONIC in usec by default; tests pass their own clock. */
 typedef uint64_t (*ceiling_gate_clock_fn)(void *userdata);
 void ceiling_gate_set_clock(struct ceiling_gate *g, ceiling_gate_clock_fn fn, void *userdata);

@@ -20,6 +20,7 @@
 #include "fit.h"
 #include "detect.h"
 #include "identities.h"
+#include "proclimits.h"
 #include "process_stats.h"
 #include "sampler.h"
 #include "history.h"
@@ -116,6 +117,10 @@ static void check_probe_directory(const struct config *cfg, const struct probe_c
 int daemon_check_start(const struct config *cfg)
 {
 	int r = listen_check(cfg);
+
+	if (r >= 0) {
+		r = limits_check(cfg);
+	}
 
 	for (size_t i = 0; i < cfg->n_probes; i++) {
 		check_probe_directory(cfg, &cfg->probes[i]);
@@ -333,21 +338,13 @@ static void daemon_set_log_level(const struct config *cfg)
 	}
 }
 
-/* Swap a new, already validated configuration in for the running one (a
- * reload: every module exists). Failures are logged, not returned. */
-static void daemon_apply_config(struct daemon *d, struct config *cfg)
+/* The sampler, detection, history and sample timer on cfg, which becomes
+ * d->cfg. */
+static void daemon_apply_sampling(struct daemon *d, struct config *cfg)
 {
-	struct config *old = d->cfg;
-	struct identities ids = {0};
+	uint64_t old_interval = d->cfg->sample_interval_usec;
 	int r;
 
-	daemon_set_log_level(cfg);
-	if (strcmp(old->listen_address, cfg->listen_address) != 0) {
-		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
-			    old->listen_address, cfg->listen_address);
-	}
-	/* probe threads read the configuration: stop them before it goes */
-	scheduler_stop(d->scheduler);
 	/* the sampler points into the configuration: move it over first */
 	r = sampler_set_config(d->sampler, cfg);
 	r = detect_set_config(d->detect, cfg) < 0 ? -EINVAL : r;
@@ -357,24 +354,47 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	}
 	r = history_set_config(d->history, cfg);
 	if (r < 0) {
-		log_error_errno(r,
-				"Failed to resize the history: %m, history disabled until the next reload.");
+		log_error_errno(r, "Failed to resize the history: %m, keeping the previous history.");
 	}
 	d->cfg = cfg;
-	if (old->sample_interval_usec != cfg->sample_interval_usec) {
+	if (old_interval != cfg->sample_interval_usec) {
 		r = daemon_schedule_sampling(d);
 		if (r < 0) {
 			log_error_errno(r, "Failed to reschedule device sampling: %m");
 		}
 	}
-	config_free(old);
+}
+
+/* The web config file read again, with the new connection limits. */
+static void daemon_apply_http(struct daemon *d)
+{
+	char err[512];
+	int r;
+
+	r = http_server_reload(d->http, d->cfg, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s, keeping the running web config.", err);
+	} else if (d->cfg->web_config_file) {
+		log_info("Reloaded the web config %s.", d->cfg->web_config_file);
+	}
+}
+
+/* The probes of d->cfg: identities, registry, ceiling gate, scheduler. */
+static void daemon_apply_probes(struct daemon *d)
+{
+	struct identities ids = {0};
+	int r;
+
 	r = identities_build(d->cfg, &d->ids, &ids);
 	if (r >= 0) {
 		identities_clear(&d->ids);
 		d->ids = ids;
+		sampler_set_identities(d->sampler, d->ids.ids, d->ids.n);
 		r = registry_set_probes(d->registry, d->cfg, d->ids.ids);
 	}
 	if (r < 0) {
+		/* the gate must not keep probes of the old configuration */
+		ceiling_gate_clear(d->ceiling_gate);
 		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
 		return;
 	}
@@ -389,6 +409,26 @@ static void daemon_apply_config(struct daemon *d, struct config *cfg)
 	if (r < 0) {
 		log_error_errno(r, "Failed to start the probes: %m, not running probes.");
 	}
+}
+
+/* Swap a new, already validated configuration in for the running one (a
+ * reload: every module exists). Failures are logged, not returned. The old
+ * configuration is freed last, once no module points into it. */
+static void daemon_apply_config(struct daemon *d, struct config *cfg)
+{
+	struct config *old = d->cfg;
+
+	daemon_set_log_level(cfg);
+	if (strcmp(old->listen_address, cfg->listen_address) != 0) {
+		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
+			    old->listen_address, cfg->listen_address);
+	}
+	/* probe threads read the configuration: stop them before it goes */
+	scheduler_stop(d->scheduler);
+	daemon_apply_sampling(d, cfg);
+	daemon_apply_http(d);
+	daemon_apply_probes(d);
+	config_free(old);
 }
 
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -521,6 +561,7 @@ static int daemon_setup_sampling(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
+	sampler_set_identities(d->sampler, d->ids.ids, d->ids.n);
 	r = detect_new(d->cfg, &d->detect);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");

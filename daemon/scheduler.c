@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
+#include "probefile.h"
 #include "targets.h"
 #include "timeutil.h"
 
@@ -36,14 +37,22 @@ struct sched_probe {
 	int last_error;	     /* the error of the last failure logged */
 	dev_t directory_dev; /* the filesystem of its directory at the first success */
 	uint64_t n_failed;   /* failed runs since the last success */
+	bool sweeps_strays;  /* the first generation: remove removed probes' files first */
 };
 
-/* How a failing probe stood when the scheduler stopped for a reload, so
- * that the same fault is not logged again by the next generation. */
+/* How a probe stood when the scheduler stopped for a reload, handed to the
+ * next generation's probe of the same name and target: its failure (so
+ * that the same fault is not logged again), the filesystem its directory
+ * is pinned to, and a stuck run (so that a reload does not start another
+ * run on a device that has not answered the last one). */
 struct failure_carry {
 	char *name;
+	char *target;
+	bool was_failing;
 	int last_error;
 	uint64_t n_failed;
+	dev_t directory_dev;
+	struct probe_run *stuck;
 };
 
 struct scheduler {
@@ -64,46 +73,63 @@ struct scheduler {
 	size_t n_groups;
 	struct failure_carry *carried; /* from the last stop, by probe name */
 	size_t n_carried;
+	bool has_started; /* a generation ran already: this start is a reload */
 };
 
 static void carry_free(struct scheduler *s)
 {
 	for (size_t i = 0; i < s->n_carried; i++) {
 		free(s->carried[i].name);
+		free(s->carried[i].target);
+		/* a probe the new configuration does not have: let its run go */
+		probe_run_free(s->carried[i].stuck);
 	}
 	free(s->carried);
 	s->carried = NULL;
 	s->n_carried = 0;
 }
 
-/* Remember the probes that are failing (their config is still alive). */
+/* Remember how the probes stand (their config is still alive); takes
+ * their stuck runs. */
 static void carry_save(struct scheduler *s)
 {
 	carry_free(s);
-	s->carried = calloc(s->n_probes, sizeof(*s->carried));
+	s->carried = calloc(s->n_probes ? s->n_probes : 1, sizeof(*s->carried));
 	for (size_t i = 0; s->carried && i < s->n_probes; i++) {
-		const struct sched_probe *p = &s->probes[i];
+		struct sched_probe *p = &s->probes[i];
 		struct failure_carry *c = &s->carried[s->n_carried];
 
-		if (!p->was_failing) {
+		if (!p->was_failing && !p->stuck && !p->directory_dev) {
 			continue;
 		}
 		c->name = strdup(p->pc->name);
-		if (c->name) {
-			c->last_error = p->last_error;
-			c->n_failed = p->n_failed;
-			s->n_carried++;
+		c->target = strdup(p->id->target);
+		if (!c->name || !c->target) {
+			free(c->name);
+			free(c->target);
+			c->name = c->target = NULL;
+			continue;
 		}
+		c->was_failing = p->was_failing;
+		c->last_error = p->last_error;
+		c->n_failed = p->n_failed;
+		c->directory_dev = p->directory_dev;
+		c->stuck = TAKE_PTR(p->stuck);
+		s->n_carried++;
 	}
 }
 
 static void carry_restore(struct scheduler *s, struct sched_probe *p)
 {
 	for (size_t i = 0; i < s->n_carried; i++) {
-		if (strcmp(s->carried[i].name, p->pc->name) == 0) {
-			p->was_failing = true;
-			p->last_error = s->carried[i].last_error;
-			p->n_failed = s->carried[i].n_failed;
+		struct failure_carry *c = &s->carried[i];
+
+		if (strcmp(c->name, p->pc->name) == 0 && strcmp(c->target, p->id->target) == 0) {
+			p->was_failing = c->was_failing;
+			p->last_error = c->last_error;
+			p->n_failed = c->n_failed;
+			p->directory_dev = c->directory_dev;
+			p->stuck = TAKE_PTR(c->stuck);
 			return;
 		}
 	}
@@ -148,6 +174,11 @@ static struct disk_group *claim_disk(struct sched_probe *p, bool *ret_stopping)
 	dev_t disk = 0;
 
 	*ret_stopping = false;
+	if (!probe_identity_device(p->id, NULL, NULL)) {
+		/* not placed by the mount table: by a stat() here, on this
+		 * probe's thread (the main loop makes no filesystem call) */
+		targets_resolve_identity(p->id);
+	}
 	if (p->pc->allow_overlap || !probe_identity_device(p->id, NULL, &disk) || disk == 0) {
 		return NULL;
 	}
@@ -225,6 +256,9 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	if (res->success && p->directory_dev == 0) {
 		p->directory_dev = res->directory_dev;
 	}
+	/* where the target is, found on this thread: the main loop places the
+	 * probe from it without a filesystem call of its own */
+	probe_identity_set_target_dev(p->id, res->target_dev);
 	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
 		p->stuck = run;
 	} else {
@@ -271,6 +305,50 @@ static uint64_t next_slot(uint64_t planned, uint64_t interval, uint64_t now)
 	return planned;
 }
 
+/* Run once and hand the result on: the done callback, the main loop's
+ * wakeup, the log. */
+static void run_and_report(struct sched_probe *p, struct probe_result *res)
+{
+	struct scheduler *s = p->s;
+
+	if (!run_once(p, res)) {
+		return;
+	}
+	s->done(s->done_userdata, p->id, res);
+	if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
+		log_debug_errno(errno, "Failed to wake the main loop: %m");
+	}
+	log_result(p, res);
+}
+
+/* Whether a probe of this generation in p's directory owns file `stem`. */
+static bool is_configured_file(const char *stem, void *userdata)
+{
+	const struct sched_probe *p = userdata;
+
+	for (size_t i = 0; i < p->s->n_probes; i++) {
+		const struct probe_config *pc = p->s->probes[i].pc;
+
+		if (pc->directory && strcmp(pc->directory, p->pc->directory) == 0 &&
+		    config_probe_owns_file(pc, stem)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* At start, on the probe's own thread (DIR may not answer): the files of
+ * probes removed or renamed since the last start go. */
+static void remove_strays(struct sched_probe *p)
+{
+	int n = probefile_remove_strays(p->pc->directory, is_configured_file, p);
+
+	if (n > 0) {
+		log_info("Probe [%s]: removed %d file(s) of probes no longer configured from %s/.iopsd.",
+			 p->pc->name, n, p->pc->directory);
+	}
+}
+
 static void *probe_thread(void *userdata)
 {
 	struct sched_probe *p = userdata;
@@ -286,6 +364,9 @@ static void *probe_thread(void *userdata)
 	}
 	/* stagger first runs over the interval so that probes do not start
 	 * together (and queue up on a shared disk) */
+	if (p->sweeps_strays) {
+		remove_strays(p);
+	}
 	planned = s->start_usec + interval * p->index / (s->n_probes ? s->n_probes : 1);
 	when = planned;
 	pthread_mutex_lock(&s->lock);
@@ -315,13 +396,7 @@ static void *probe_thread(void *userdata)
 			pthread_mutex_lock(&s->lock);
 			break;
 		}
-		if (run_once(p, res)) {
-			s->done(s->done_userdata, p->id, res);
-			if (write(s->wake_fd, &(uint64_t){1}, sizeof(uint64_t)) < 0 && errno != EAGAIN) {
-				log_debug_errno(errno, "Failed to wake the main loop: %m");
-			}
-			log_result(p, res);
-		}
+		run_and_report(p, res);
 		release_disk(s, g);
 
 		/* keep the cadence of the plan; skip slots a long run missed */
@@ -363,9 +438,11 @@ void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdat
 int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_identity *const *ids)
 {
 	size_t n = cfg->n_probes;
+	bool is_first = !s->has_started;
 	int e;
 
 	scheduler_stop(s);
+	s->has_started = true;
 	if (n == 0) {
 		carry_free(s);
 		return 0;
@@ -390,6 +467,7 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 		p->index = i;
 		p->pc = &cfg->probes[i];
 		p->id = probe_identity_ref(ids[i]);
+		p->sweeps_strays = is_first && p->pc->directory;
 		carry_restore(s, p);
 		e = pthread_create(&p->thread, NULL, probe_thread, p);
 		if (e != 0) {
@@ -423,10 +501,13 @@ void scheduler_stop(struct scheduler *s)
 		if (p->has_thread) {
 			pthread_join(p->thread, NULL);
 		}
-		probe_run_free(p->stuck);
-		probe_identity_unref(p->id);
 	}
 	carry_save(s);
+	for (size_t i = 0; i < s->n_probes; i++) {
+		/* a stuck run that could not be carried (out of memory) */
+		probe_run_free(s->probes[i].stuck);
+		probe_identity_unref(s->probes[i].id);
+	}
 	free(s->probes);
 	free(s->groups);
 	s->probes = NULL;

@@ -41,6 +41,16 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
  * message in err. */
 int http_server_start(struct http_server *h, const int *fds, size_t n_fds, char *err, size_t errlen);
 
+/* A reload: read cfg's web config file again and apply it with cfg's
+ * connection_timeout, max_connections, max_connections_per_ip and
+ * max_history_points. Basic auth (with a new login cache), headers and
+ * max_history_points hold for every request from now on; the certificate
+ * and the connection limits for new connections (a new libmicrohttpd
+ * daemon on each listening socket; the old ones finish their connections).
+ * On failure returns -errno with the message in err, and the running web
+ * config stays. */
+int http_server_reload(struct http_server *h, const struct config *cfg, char *err, size_t errlen);
+
 /* Whether the web config asks for TLS. */
 bool http_server_has_tls(const struct http_server *h);
 

@@ -3,6 +3,7 @@
  * methods, bodies and query parameters checked before a handler runs. */
 #include "routes.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -34,7 +35,9 @@ struct query_arg {
 };
 
 struct request {
-	const struct routes_context *ctx;
+	struct routes_context *ctx;
+	struct web_config *web; /* a reference to the one in force when the request came */
+	bool is_over_budget;	/* a body did not fit ROUTES_MAX_BODY_BYTES_IN_FLIGHT */
 	struct MHD_Connection *c;
 	const char *url;
 	struct snapshot *snap;
@@ -46,12 +49,69 @@ struct request {
 
 /* ---- responses ---- */
 
+/* Take `bytes` of the budget of dynamic answers; false when that would pass
+ * it while something else is in flight. */
+static bool reserve_bytes(struct routes_context *ctx, uint64_t bytes)
+{
+	uint64_t cur = __atomic_load_n(&ctx->body_bytes_in_flight, __ATOMIC_RELAXED);
+
+	do {
+		if (cur > 0 && cur + bytes > ROUTES_MAX_BODY_BYTES_IN_FLIGHT) {
+			__atomic_add_fetch(&ctx->over_budget_total, 1, __ATOMIC_RELAXED);
+			return false;
+		}
+	} while (!__atomic_compare_exchange_n(&ctx->body_bytes_in_flight, &cur, cur + bytes, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return true;
+}
+
+static void release_bytes(struct routes_context *ctx, uint64_t bytes)
+{
+	__atomic_sub_fetch(&ctx->body_bytes_in_flight, bytes, __ATOMIC_RELAXED);
+}
+
+/* A body sent (or dropped with its connection): its bytes leave the budget. */
+struct body_hold {
+	struct routes_context *ctx;
+	char *body;
+	size_t len;
+};
+
+static void release_body(void *cls)
+{
+	struct body_hold *b = cls;
+
+	release_bytes(b->ctx, b->len);
+	free(b->body);
+	free(b);
+}
+
+/* 503 for an answer over the budget, from a static body, and the
+ * connection closed: the client may come back when the others are sent. */
+static enum MHD_Result queue_over_budget(struct request *q)
+{
+	static const char body[] = "{\"error\":\"busy: too many large answers in flight, retry later\"}\n";
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+
+	resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	r = MHD_queue_response(q->c, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
 static void add_common_headers(struct request *q, struct MHD_Response *resp)
 {
 	const struct web_header *hs;
 	size_t n;
 
-	hs = web_config_headers(q->ctx->web, &n);
+	hs = web_config_headers(q->web, &n);
 	for (size_t i = 0; i < n; i++) {
 		MHD_add_response_header(resp, hs[i].name, hs[i].value);
 	}
@@ -62,7 +122,8 @@ static enum MHD_Result queue(struct request *q, unsigned status, struct MHD_Resp
 	enum MHD_Result r;
 
 	if (!resp) {
-		return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
+		/* out of memory: libmicrohttpd closes the connection */
+		return q->is_over_budget ? queue_over_budget(q) : MHD_NO;
 	}
 	add_common_headers(q, resp);
 	r = MHD_queue_response(q->c, status, resp);
@@ -75,6 +136,7 @@ static struct MHD_Response *dynamic_response(struct request *q, char *body, size
 					     const char *content_type)
 {
 	struct MHD_Response *resp;
+	struct body_hold *hold;
 	bool gz = false;
 
 	if (q->gzip_ok && len >= GZIP_MIN_SIZE) {
@@ -88,9 +150,17 @@ static struct MHD_Response *dynamic_response(struct request *q, char *body, size
 			gz = true;
 		}
 	}
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
+	hold = malloc(sizeof(*hold));
+	if (!hold || !reserve_bytes(q->ctx, len)) {
+		q->is_over_budget = hold != NULL;
+		free(hold);
 		free(body);
+		return NULL;
+	}
+	*hold = (struct body_hold){q->ctx, body, len};
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, body, release_body, hold);
+	if (!resp) {
+		release_body(hold);
 		return NULL;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -347,13 +417,28 @@ static uint64_t history_points(const struct snapshot *s, const struct history_re
 	return (uint64_t)*ret_series * per_series;
 }
 
+/* The answer, with the memory its JSON takes while it is built reserved
+ * from the budget of answers in flight. */
+static enum MHD_Result respond_history(struct request *q, const struct history_request *hr, uint64_t points)
+{
+	uint64_t building = points * ROUTES_HISTORY_BUILD_BYTES_PER_POINT;
+	struct MHD_Response *resp;
+
+	if (!reserve_bytes(q->ctx, building)) {
+		return queue_over_budget(q);
+	}
+	resp = json_response(q, render_json_history(q->snap, hr));
+	release_bytes(q->ctx, building);
+	return queue(q, MHD_HTTP_OK, resp);
+}
+
 static enum MHD_Result handle_history(struct request *q)
 {
 	struct history_request hr = {.window_usec = 5 * 60 * USEC_PER_SEC};
 	const char *window, *step;
 	char err[128];
 	unsigned status;
-	uint64_t points;
+	uint64_t points, max_points;
 	size_t series;
 	int r;
 
@@ -389,17 +474,18 @@ static enum MHD_Result handle_history(struct request *q)
 	/* each point costs ~1.7 KiB while the JSON is built: a client must not
 	 * make one answer take more memory than max_history_points allows */
 	points = history_points(q->snap, &hr, &series);
-	if (q->ctx->max_history_points && points > q->ctx->max_history_points) {
+	max_points = __atomic_load_n(&q->ctx->max_history_points, __ATOMIC_RELAXED);
+	if (max_points && points > max_points) {
 		/* a step that brings the answer under the limit */
-		uint64_t step_sec = series * hr.window_usec / q->ctx->max_history_points / USEC_PER_SEC + 1;
+		uint64_t step_sec = series * hr.window_usec / max_points / USEC_PER_SEC + 1;
 
-		return respond_error(
-		    q, MHD_HTTP_BAD_REQUEST,
-		    "%" PRIu64 "s of %zu series is %" PRIu64 " points, more than max_history_points=%" PRIu64
-		    " in one answer: ask for step=%" PRIu64 "s or more, or for one device=",
-		    hr.window_usec / USEC_PER_SEC, series, points, q->ctx->max_history_points, step_sec);
+		return respond_error(q, MHD_HTTP_BAD_REQUEST,
+				     "%" PRIu64 "s of %zu series is %" PRIu64
+				     " points, more than max_history_points=%" PRIu64
+				     " in one answer: ask for step=%" PRIu64 "s or more, or for one device=",
+				     hr.window_usec / USEC_PER_SEC, series, points, max_points, step_sec);
 	}
-	return respond_json(q, MHD_HTTP_OK, render_json_history(q->snap, &hr));
+	return respond_history(q, &hr, points);
 }
 
 /* The live page and its assets, embedded at build time (webpage.h): the
@@ -463,34 +549,66 @@ static const struct route routes[] = {
 /* The live page and every asset in webpage.h's table. */
 static const struct route page_route = {NULL, handle_page, false, NULL};
 
-static bool authorized(struct request *q)
+/* The client's address without its port, the key of its failed logins. */
+static void client_key(struct MHD_Connection *c, char *buf, size_t len)
 {
-	char *password = NULL, *user;
-	bool ok;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
-	if (!web_config_requires_auth(q->ctx->web)) {
-		return true;
+	buf[0] = '\0';
+	if (sa && sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+			  (socklen_t)len);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+			  (socklen_t)len);
+	}
+}
+
+static enum web_auth authorize(struct request *q)
+{
+	char *password = NULL, *user, client[INET6_ADDRSTRLEN];
+	enum web_auth a = WEB_AUTH_DENIED;
+
+	if (!web_config_requires_auth(q->web)) {
+		return WEB_AUTH_OK;
 	}
 	user = MHD_basic_auth_get_username_password(q->c, &password);
-	ok = user && password && web_config_check_basic_auth(q->ctx->web, user, password);
+	if (user && password) {
+		client_key(q->c, client, sizeof(client));
+		a = web_config_check_basic_auth(q->web, client, user, password);
+	}
 	if (password) {
 		explicit_bzero(password, strlen(password));
 	}
 	MHD_free(user);
 	MHD_free(password);
-	return ok;
+	return a;
 }
 
-static enum MHD_Result respond_unauthorized(struct request *q)
+/* 401, and the connection closed after it: a client must not try one
+ * password after another on one keep-alive connection. 429 with
+ * Retry-After when the bcrypt checks are busy or the address failed too
+ * often (web_config_check_basic_auth). */
+static enum MHD_Result respond_unauthorized(struct request *q, enum web_auth a)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result r;
 
+	if (a == WEB_AUTH_LIMITED) {
+		resp = json_response(q, json_pack("{s:s}", "error", "too many failed logins: retry later"));
+		if (resp) {
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "10");
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+		}
+		return queue(q, MHD_HTTP_TOO_MANY_REQUESTS, resp);
+	}
 	resp = json_response(q, json_pack("{s:s}", "error", "authentication required"));
 	if (!resp) {
 		return MHD_NO;
 	}
 	add_common_headers(q, resp);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_basic_auth_fail_response(q->c, AUTH_REALM, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -507,13 +625,15 @@ bool http_request_has_body(struct MHD_Connection *c)
 static enum MHD_Result dispatch(struct request *q, const char *url, const char *method)
 {
 	const struct route *route = NULL;
+	enum web_auth auth;
 	const char *ae;
 
 	ae = MHD_lookup_connection_value(q->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	q->gzip_ok = http_accepts_gzip(ae);
 
-	if (!authorized(q)) {
-		return respond_unauthorized(q);
+	auth = authorize(q);
+	if (auth != WEB_AUTH_OK) {
+		return respond_unauthorized(q, auth);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
 		if (strcmp(url, routes[i].path) == 0) {
@@ -557,13 +677,39 @@ static enum MHD_Result dispatch(struct request *q, const char *url, const char *
 	return route->handle(q);
 }
 
-enum MHD_Result routes_dispatch(const struct routes_context *ctx, struct MHD_Connection *c, const char *url,
+void routes_context_init(struct routes_context *ctx)
+{
+	pthread_mutex_init(&ctx->web_lock, NULL);
+}
+
+void routes_context_done(struct routes_context *ctx)
+{
+	ctx->web = web_config_unref(ctx->web);
+	pthread_mutex_destroy(&ctx->web_lock);
+}
+
+void routes_set_web_config(struct routes_context *ctx, struct web_config *wc)
+{
+	struct web_config *old;
+
+	pthread_mutex_lock(&ctx->web_lock);
+	old = ctx->web;
+	ctx->web = wc;
+	pthread_mutex_unlock(&ctx->web_lock);
+	web_config_unref(old);
+}
+
+enum MHD_Result routes_dispatch(struct routes_context *ctx, struct MHD_Connection *c, const char *url,
 				const char *method)
 {
 	struct request q = {.ctx = ctx, .c = c, .url = url};
 	enum MHD_Result r;
 
+	pthread_mutex_lock(&ctx->web_lock);
+	q.web = web_config_ref(ctx->web);
+	pthread_mutex_unlock(&ctx->web_lock);
 	r = dispatch(&q, url, method);
 	snapshot_unref(q.snap);
+	web_config_unref(q.web);
 	return r;
 }

@@ -26,22 +26,37 @@
 #include "webconfig.h"
 
 #define SWEEP_INTERVAL_USEC USEC_PER_SEC
+/* libmicrohttpd daemons a reload replaced, still finishing their
+ * connections; past this many the oldest is stopped at once. */
+#define HTTP_MAX_RETIRED (2 * HTTP_MAX_LISTEN)
 
-/* One accepted connection, for the header deadline: a request's headers
- * must be complete within connection_timeout of the connection's start or
- * of the previous response, however slowly the client trickles bytes
+/* One accepted connection, for its deadlines: a request's headers must be
+ * complete within connection_timeout of the connection's start or of the
+ * previous response, and its answer sent within connection_timeout of the
+ * headers, however slowly the client trickles bytes in or reads them out
  * (libmicrohttpd's own timeout only counts inactivity). */
 struct conn_track {
 	struct conn_track *prev, *next;
 	int fd;
-	uint64_t deadline_usec; /* monotonic; 0 while a request is being answered */
+	uint64_t deadline_usec; /* monotonic; 0: none */
+};
+
+/* A generation of libmicrohttpd daemons, one per listening socket, with the
+ * web config (TLS certificate) and limits they were started with. */
+struct retired {
+	struct MHD_Daemon *daemon;
+	struct web_config *web; /* a reference */
+	uint64_t since_usec;
 };
 
 struct http_server {
 	struct routes_context routes; /* registry, render cache, web config */
 	struct MHD_Daemon *daemons[HTTP_MAX_LISTEN];
 	size_t n_daemons;
-	uint64_t timeout_usec;
+	struct web_config *daemons_web; /* what daemons[] were started with, a reference */
+	struct retired retired[HTTP_MAX_RETIRED];
+	size_t n_retired;
+	uint64_t timeout_usec; /* atomic: the server threads read it */
 	unsigned max_connections, max_connections_per_ip;
 	sd_event_source *sweep;
 
@@ -79,7 +94,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!*req_cls) {
 		/* the headers are in */
 		*req_cls = &request_seen;
-		set_deadline(h, c, 0);
+		/* the answer is due within the timeout: a client that reads it
+		 * a byte at a time does not keep it in memory for longer */
+		set_deadline(h, c,
+			     now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED));
 		if (!http_request_has_body(c)) {
 			/* answer on the next call: a response queued now would
 			 * cost the connection its keep-alive */
@@ -101,7 +119,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct http_server *h = cls;
 
 	/* the next request's headers are due within the timeout */
-	set_deadline(h, c, now_usec(CLOCK_MONOTONIC) + h->timeout_usec);
+	set_deadline(h, c, now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED));
 }
 
 /* Serving can wait, measuring cannot: the first time a server thread sees a
@@ -138,7 +156,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		}
 		t->fd = ci->connect_fd;
-		t->deadline_usec = now_usec(CLOCK_MONOTONIC) + h->timeout_usec;
+		t->deadline_usec =
+		    now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&h->conns_lock);
 		t->next = h->conns;
 		if (h->conns) {
@@ -169,6 +188,28 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	*socket_context = NULL;
 }
 
+/* Stop the retired daemons whose connections are done, or that have had
+ * two timeouts to finish them (or all, with `all`). */
+static void sweep_retired(struct http_server *h, uint64_t now, bool all)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < h->n_retired; i++) {
+		struct retired *r = &h->retired[i];
+		const union MHD_DaemonInfo *di =
+		    MHD_get_daemon_info(r->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+		if (all || !di || di->num_connections == 0 || now - r->since_usec > 2 * h->timeout_usec) {
+			/* quiesced: its listening socket is the new daemon's */
+			MHD_stop_daemon(r->daemon);
+			web_config_unref(r->web);
+			continue;
+		}
+		h->retired[w++] = *r;
+	}
+	h->n_retired = w;
+}
+
 static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct http_server *h = userdata;
@@ -187,8 +228,9 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 	h->header_timeouts_total += n;
 	pthread_mutex_unlock(&h->conns_lock);
 	if (n > 0) {
-		log_debug("Closed %u connection(s) whose request headers did not arrive in time.", n);
+		log_debug("Closed %u connection(s) past their deadline (request headers or answer).", n);
 	}
+	sweep_retired(h, now, false);
 	return sd_event_source_set_time(s, usec + SWEEP_INTERVAL_USEC);
 }
 
@@ -218,63 +260,72 @@ static unsigned http_threads(void)
 	return n >= 2 ? HTTP_THREADS : 1;
 }
 
-static int start_daemon(struct http_server *h, int fd)
+static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 {
 	/* ITC: the threads are woken to stop through a pipe, which
 	 * MHD_quiesce_daemon() needs (see http_server_free()) */
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	unsigned timeout_sec = (unsigned)((h->timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
 	struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
-	struct MHD_Daemon *d;
+	const struct web_config *wc = h->daemons_web;
 
-	if (web_config_has_tls(h->routes.web)) {
+	if (web_config_has_tls(wc)) {
 		size_t n = 0;
 
 		flags |= MHD_USE_TLS;
-		tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-						   (void *)web_config_cert_pem(h->routes.web)};
-		tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-						   (void *)web_config_key_pem(h->routes.web)};
-		if (web_config_tls_priorities(h->routes.web)) {
+		tls[n++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)web_config_cert_pem(wc)};
+		tls[n++] =
+		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)web_config_key_pem(wc)};
+		if (web_config_tls_priorities(wc)) {
 			tls[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-							   (void *)web_config_tls_priorities(h->routes.web)};
+							   (void *)web_config_tls_priorities(wc)};
 		}
 		tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	}
-	d = MHD_start_daemon(
+	return MHD_start_daemon(
 	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
 	    http_threads(), MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
 	    timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_LIMIT,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-	if (!d) {
-		return -EIO;
-	}
-	h->daemons[h->n_daemons++] = d;
-	return 0;
 }
 
-/* Load --web.config.file, when there is one (TLS, basic auth, headers). */
-static int load_web_config(struct http_server *h, const char *path, char *err, size_t errlen)
+/* Load --web.config.file, when there is one (TLS, basic auth, headers),
+ * into *ret (NULL without one). */
+static int load_web_config(const char *path, struct web_config **ret, char *err, size_t errlen)
 {
+	struct web_config *wc = NULL;
 	int r;
 
+	*ret = NULL;
 	if (!path) {
 		return 0;
 	}
-	r = web_config_load(path, &h->routes.web, err, errlen);
+	r = web_config_load(path, &wc, err, errlen);
 	if (r < 0) {
 		if (!err[0]) {
 			errstr_set(err, errlen, 0, "Failed to load the web config");
 		}
 		return -EINVAL;
 	}
-	if (web_config_has_tls(h->routes.web) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+	if (web_config_has_tls(wc) && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		web_config_unref(wc);
 		return errstr_set(err, errlen, -EOPNOTSUPP,
 				  "%s: TLS requested, but libmicrohttpd was built without it.", path);
 	}
+	*ret = wc;
 	return 0;
+}
+
+/* The limits of cfg, for the daemons started from now on. */
+static void apply_limits(struct http_server *h, const struct config *cfg)
+{
+	__atomic_store_n(&h->timeout_usec, cfg->connection_timeout_usec, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->routes.max_history_points, cfg->max_history_points, __ATOMIC_RELAXED);
+	h->max_connections = (unsigned)cfg->max_connections;
+	h->max_connections_per_ip = (unsigned)cfg->max_connections_per_ip;
 }
 
 int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event, char *err,
@@ -295,19 +346,18 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	}
 	/* from here on http_server_free() releases whatever was set up */
 	h->routes.registry = registry;
-	h->routes.max_history_points = cfg->max_history_points;
-	h->timeout_usec = cfg->connection_timeout_usec;
-	h->max_connections = (unsigned)cfg->max_connections;
-	h->max_connections_per_ip = (unsigned)cfg->max_connections_per_ip;
+	routes_context_init(&h->routes);
+	apply_limits(h, cfg);
 	pthread_mutex_init(&h->conns_lock, NULL);
 	r = render_cache_new(registry, &h->routes.cache);
 	if (r < 0) {
 		return errstr_set(err, errlen, r, "Failed to create the /metrics cache: %s", strerror(-r));
 	}
-	r = load_web_config(h, cfg->web_config_file, err, errlen);
+	r = load_web_config(cfg->web_config_file, &h->daemons_web, err, errlen);
 	if (r < 0) {
 		return r;
 	}
+	routes_set_web_config(&h->routes, web_config_ref(h->daemons_web));
 	r = sd_event_add_time_relative(event, &h->sweep, CLOCK_MONOTONIC, SWEEP_INTERVAL_USEC, 0, on_sweep,
 				       h);
 	if (r < 0) {
@@ -326,7 +376,12 @@ int http_server_start(struct http_server *h, const int *fds, size_t n_fds, char 
 	int r;
 
 	for (size_t i = 0; i < n_fds; i++) {
-		r = i < HTTP_MAX_LISTEN - h->n_daemons ? start_daemon(h, fds[i]) : -E2BIG;
+		struct MHD_Daemon *d = i < HTTP_MAX_LISTEN - h->n_daemons ? start_daemon(h, fds[i]) : NULL;
+
+		r = d ? 0 : i < HTTP_MAX_LISTEN - h->n_daemons ? -EIO : -E2BIG;
+		if (d) {
+			h->daemons[h->n_daemons++] = d;
+		}
 		if (r < 0) {
 			/* the daemons already started close their sockets; so
 			 * may the one that failed */
@@ -345,7 +400,79 @@ int http_server_start(struct http_server *h, const int *fds, size_t n_fds, char 
 
 bool http_server_has_tls(const struct http_server *h)
 {
-	return web_config_has_tls(h->routes.web);
+	return web_config_has_tls(h->daemons_web);
+}
+
+/* Put the daemon on `i`'s socket aside, stopped accepting, to finish its
+ * connections. */
+static void retire(struct http_server *h, size_t i)
+{
+	if (h->n_retired == HTTP_MAX_RETIRED) {
+		sweep_retired(h, 0, true);
+	}
+	(void)MHD_quiesce_daemon(h->daemons[i]);
+	h->retired[h->n_retired++] =
+	    (struct retired){h->daemons[i], web_config_ref(h->daemons_web), now_usec(CLOCK_MONOTONIC)};
+}
+
+/* A new generation of daemons on the same listening sockets, started
+ * before the old one stops accepting: no connection is refused meanwhile. */
+static int restart_daemons(struct http_server *h, struct web_config *wc)
+{
+	struct MHD_Daemon *fresh[HTTP_MAX_LISTEN];
+	struct web_config *old = h->daemons_web;
+
+	h->daemons_web = wc;
+	for (size_t i = 0; i < h->n_daemons; i++) {
+		const union MHD_DaemonInfo *di =
+		    MHD_get_daemon_info(h->daemons[i], MHD_DAEMON_INFO_LISTEN_FD);
+
+		fresh[i] = di ? start_daemon(h, di->listen_fd) : NULL;
+		if (!fresh[i]) {
+			for (size_t j = 0; j < i; j++) {
+				/* it shares the old daemon's socket: quiesced first, so
+				 * that stopping it does not close that */
+				(void)MHD_quiesce_daemon(fresh[j]);
+				MHD_stop_daemon(fresh[j]);
+			}
+			h->daemons_web = old;
+			return -EIO;
+		}
+	}
+	h->daemons_web = old;
+	for (size_t i = 0; i < h->n_daemons; i++) {
+		retire(h, i);
+		h->daemons[i] = fresh[i];
+	}
+	web_config_unref(old);
+	h->daemons_web = wc;
+	return 0;
+}
+
+int http_server_reload(struct http_server *h, const struct config *cfg, char *err, size_t errlen)
+{
+	struct web_config *wc = NULL;
+	int r;
+
+	if (errlen > 0) {
+		err[0] = '\0';
+	}
+	r = load_web_config(cfg->web_config_file, &wc, err, errlen);
+	if (r < 0) {
+		return r;
+	}
+	apply_limits(h, cfg);
+	routes_set_web_config(&h->routes, web_config_ref(wc));
+	r = restart_daemons(h, wc);
+	if (r < 0) {
+		web_config_unref(wc);
+		return errstr_set(
+		    err, errlen, r,
+		    "Failed to start the HTTP server with the new web config and limits (see the "
+		    "libmicrohttpd messages at debug level); basic auth and headers are the new ones, "
+		    "TLS and connection limits the old");
+	}
+	return 0;
 }
 
 struct http_server *http_server_free(struct http_server *h)
@@ -367,10 +494,12 @@ struct http_server *http_server_free(struct http_server *h)
 			close(fd);
 		}
 	}
+	sweep_retired(h, 0, true);
 	/* after the threads: responses in flight hold entries, not the cache */
 	render_cache_free(h->routes.cache);
 	pthread_mutex_destroy(&h->conns_lock);
-	web_config_free(h->routes.web);
+	routes_context_done(&h->routes);
+	web_config_unref(h->daemons_web);
 	free(h);
 	return NULL;
 }

@@ -20,12 +20,25 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "refcount.h"
+#include "timeutil.h"
 
 #define WEB_CONFIG_MAX_SIZE (1u << 20)
 #define PEM_MAX_SIZE	    (1u << 20)
 #define AUTH_CACHE_SIZE	    16
 #define SHA256_SIZE	    32
 #define BCRYPT_HASH_LEN	    60
+/* Each wrong password costs one bcrypt: 2^cost rounds, ~250 ms at 12. */
+#define BCRYPT_MAX_COST 12
+/* bcrypt checks running at once: the other server thread stays free for
+ * scrapes whose login is cached. */
+#define AUTH_MAX_CHECKS 1
+/* Failed logins allowed per address in a window; beyond, 429 without a
+ * bcrypt until the window ends. The table forgets the oldest address. */
+#define AUTH_MAX_FAILURES    5
+#define AUTH_FAILURE_WINDOW  (10ULL * USEC_PER_SEC)
+#define AUTH_FAILURE_CLIENTS 256
+#define AUTH_CLIENT_KEY_SIZE 48
 
 struct web_config {
 	char *cert_pem;
@@ -36,10 +49,17 @@ struct web_config {
 	struct web_header *headers;
 	size_t n_headers;
 
-	pthread_mutex_t cache_lock;
+	unsigned refcount;
+	pthread_mutex_t cache_lock; /* the cache, the failure table, checks_running */
 	uint8_t cache[AUTH_CACHE_SIZE][SHA256_SIZE];
 	size_t cache_n;
 	size_t cache_next;
+	unsigned checks_running;
+	struct auth_client {
+		char key[AUTH_CLIENT_KEY_SIZE];
+		uint64_t window_start_usec; /* monotonic; 0: a free slot */
+		unsigned failures;
+	} clients[AUTH_FAILURE_CLIENTS];
 };
 
 struct parser {
@@ -339,6 +359,12 @@ static bool is_bcrypt_hash(const char *h)
 	       crypt_checksalt(h) == CRYPT_SALT_OK;
 }
 
+/* The cost of a hash is_bcrypt_hash() accepted: "$2y$NN$". */
+static int bcrypt_cost(const char *h)
+{
+	return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
 static int on_user(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
 {
 	struct web_config *wc = p->wc;
@@ -361,6 +387,12 @@ static int on_user(struct parser *p, const char *key, const yaml_node_t *k, cons
 			    "htpasswd -nbB makes)",
 			    key);
 	}
+	if (bcrypt_cost(hash) > BCRYPT_MAX_COST) {
+		return fail(p, v,
+			    "basic_auth_users: the bcrypt cost of '%s' is %d, above %d (every wrong "
+			    "password would cost that much; htpasswd -nbB -C %d makes one)",
+			    key, bcrypt_cost(hash), BCRYPT_MAX_COST, BCRYPT_MAX_COST);
+	}
 	return append_pair(&wc->users, &wc->n_users, key, hash);
 }
 
@@ -377,6 +409,26 @@ static int on_top_key(struct parser *p, const char *key, const yaml_node_t *k, c
 	}
 	return fail(p, k, "unknown key '%s' (known: tls_server_config, http_server_config, basic_auth_users)",
 		    key);
+}
+
+/* The GnuTLS priority string of min_version..max_version: TLS 1.2 and 1.3
+ * unless they say otherwise, always explicit (GnuTLS's own default would
+ * follow the system's policy, which may allow 1.0 and 1.1). */
+static int set_tls_priorities(struct parser *p, const yaml_node_t *root)
+{
+	int lo = p->min_tls ? p->min_tls : 12, hi = p->max_tls ? p->max_tls : 13;
+	char prio[128];
+	size_t n;
+
+	if (lo > hi) {
+		return fail(p, root, "tls_server_config: min_version is above max_version");
+	}
+	n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
+	for (int v = hi; v >= lo; v--) {
+		n += (size_t)snprintf(prio + n, sizeof(prio) - n, ":+VERS-TLS1.%d", v - 10);
+	}
+	p->wc->tls_priorities = strdup(prio);
+	return p->wc->tls_priorities ? 0 : -ENOMEM;
 }
 
 static int check_tls(struct parser *p, const yaml_node_t *root)
@@ -409,24 +461,7 @@ static int check_tls(struct parser *p, const yaml_node_t *root)
 			    gnutls_strerror(r));
 	}
 
-	if (p->min_tls || p->max_tls) {
-		int lo = p->min_tls ? p->min_tls : 12, hi = p->max_tls ? p->max_tls : 13;
-		char prio[128];
-		size_t n;
-
-		if (lo > hi) {
-			return fail(p, root, "tls_server_config: min_version is above max_version");
-		}
-		n = (size_t)snprintf(prio, sizeof(prio), "NORMAL:-VERS-ALL");
-		for (int v = hi; v >= lo; v--) {
-			n += (size_t)snprintf(prio + n, sizeof(prio) - n, ":+VERS-TLS1.%d", v - 10);
-		}
-		wc->tls_priorities = strdup(prio);
-		if (!wc->tls_priorities) {
-			return -ENOMEM;
-		}
-	}
-	return 0;
+	return set_tls_priorities(p, root);
 }
 
 static int parse_document(struct parser *p)
@@ -459,6 +494,7 @@ int web_config_parse(const char *text, size_t len, const char *name, const char 
 	if (!p.wc) {
 		return -ENOMEM;
 	}
+	p.wc->refcount = 1;
 	pthread_mutex_init(&p.wc->cache_lock, NULL);
 	if (!yaml_parser_initialize(&yp)) {
 		web_config_free(p.wc);
@@ -513,20 +549,24 @@ static void erase_free(char *s)
 	}
 }
 
-struct web_config *web_config_free(struct web_config *wc)
+static void web_config_destroy(struct web_config *wc)
 {
-	if (!wc) {
-		return NULL;
-	}
 	free(wc->cert_pem);
 	erase_free(wc->key_pem);
 	free(wc->tls_priorities);
 	pairs_free(wc->users, wc->n_users);
 	pairs_free(wc->headers, wc->n_headers);
 	explicit_bzero(wc->cache, sizeof(wc->cache));
+	explicit_bzero(wc->clients, sizeof(wc->clients));
 	pthread_mutex_destroy(&wc->cache_lock);
 	free(wc);
-	return NULL;
+}
+
+DEFINE_REFCOUNT(struct web_config, web_config, web_config_destroy);
+
+struct web_config *web_config_free(struct web_config *wc)
+{
+	return web_config_unref(wc);
 }
 
 bool web_config_has_tls(const struct web_config *wc)
@@ -580,40 +620,104 @@ static int credentials_digest(const char *user, const char *password, const char
 	return r < 0 ? -EIO : 0;
 }
 
-bool web_config_check_basic_auth(struct web_config *wc, const char *user, const char *password)
+static const struct web_header *find_user(const struct web_config *wc, const char *user)
 {
 	const struct web_header *u = NULL;
-	uint8_t digest[SHA256_SIZE];
-	struct crypt_data *cd;
-	const char *hash, *out;
-	bool ok = false, have_digest;
 
-	if (!web_config_requires_auth(wc)) {
-		return true;
-	}
+	/* every entry compared, so that the time does not tell which one */
 	for (size_t i = 0; i < wc->n_users; i++) {
 		if (strcmp(wc->users[i].name, user) == 0) {
 			u = &wc->users[i];
 		}
 	}
-	/* an unknown user pays a bcrypt of the same cost as a known one */
-	hash = u ? u->value : wc->users[0].value;
+	return u;
+}
 
-	have_digest = credentials_digest(user, password, hash, digest) >= 0;
-	if (u && have_digest) {
-		bool hit = false;
+static bool cache_has(struct web_config *wc, const uint8_t digest[SHA256_SIZE])
+{
+	bool hit = false;
 
-		pthread_mutex_lock(&wc->cache_lock);
-		for (size_t i = 0; i < wc->cache_n; i++) {
-			hit |= gnutls_memcmp(wc->cache[i], digest, SHA256_SIZE) == 0;
+	pthread_mutex_lock(&wc->cache_lock);
+	for (size_t i = 0; i < wc->cache_n; i++) {
+		hit |= gnutls_memcmp(wc->cache[i], digest, SHA256_SIZE) == 0;
+	}
+	pthread_mutex_unlock(&wc->cache_lock);
+	return hit;
+}
+
+/* Under cache_lock: the failure record of `key`, or NULL; with `create`, a
+ * new one in a free slot or in place of the oldest. */
+static struct auth_client *find_client(struct web_config *wc, const char *key, bool create)
+{
+	struct auth_client *oldest = &wc->clients[0];
+
+	for (size_t i = 0; i < AUTH_FAILURE_CLIENTS; i++) {
+		struct auth_client *c = &wc->clients[i];
+
+		if (c->window_start_usec && strcmp(c->key, key) == 0) {
+			return c;
 		}
-		pthread_mutex_unlock(&wc->cache_lock);
-		if (hit) {
-			return true;
+		if (c->window_start_usec < oldest->window_start_usec) {
+			oldest = c;
 		}
 	}
+	if (!create) {
+		return NULL;
+	}
+	snprintf(oldest->key, sizeof(oldest->key), "%s", key);
+	oldest->window_start_usec = 0;
+	oldest->failures = 0;
+	return oldest;
+}
 
-	cd = calloc(1, sizeof(*cd));
+/* May a bcrypt check start for `key`? Not while AUTH_MAX_CHECKS run, nor
+ * for an address with AUTH_MAX_FAILURES in its current window. */
+static bool begin_check(struct web_config *wc, const char *key, uint64_t now)
+{
+	const struct auth_client *c;
+	bool may;
+
+	pthread_mutex_lock(&wc->cache_lock);
+	c = find_client(wc, key, false);
+	may = wc->checks_running < AUTH_MAX_CHECKS &&
+	      !(c && now - c->window_start_usec < AUTH_FAILURE_WINDOW && c->failures >= AUTH_MAX_FAILURES);
+	if (may) {
+		wc->checks_running++;
+	}
+	pthread_mutex_unlock(&wc->cache_lock);
+	return may;
+}
+
+/* A check is done: remember a verified login (digest) or count a failure. */
+static void end_check(struct web_config *wc, const char *key, uint64_t now, const uint8_t *digest, bool ok)
+{
+	struct auth_client *c;
+
+	pthread_mutex_lock(&wc->cache_lock);
+	wc->checks_running--;
+	if (ok && digest) {
+		memcpy(wc->cache[wc->cache_next], digest, SHA256_SIZE);
+		wc->cache_next = (wc->cache_next + 1) % AUTH_CACHE_SIZE;
+		if (wc->cache_n < AUTH_CACHE_SIZE) {
+			wc->cache_n++;
+		}
+	} else if (!ok) {
+		c = find_client(wc, key, true);
+		if (!c->window_start_usec || now - c->window_start_usec >= AUTH_FAILURE_WINDOW) {
+			c->window_start_usec = now ? now : 1;
+			c->failures = 0;
+		}
+		c->failures++;
+	}
+	pthread_mutex_unlock(&wc->cache_lock);
+}
+
+static bool bcrypt_matches(const char *password, const char *hash)
+{
+	struct crypt_data *cd = calloc(1, sizeof(*cd));
+	const char *out;
+	bool ok = false;
+
 	if (!cd) {
 		return false;
 	}
@@ -623,17 +727,34 @@ bool web_config_check_basic_auth(struct web_config *wc, const char *user, const 
 	}
 	explicit_bzero(cd, sizeof(*cd));
 	free(cd);
-	ok = ok && u;
-
-	if (ok && have_digest) {
-		pthread_mutex_lock(&wc->cache_lock);
-		memcpy(wc->cache[wc->cache_next], digest, SHA256_SIZE);
-		wc->cache_next = (wc->cache_next + 1) % AUTH_CACHE_SIZE;
-		if (wc->cache_n < AUTH_CACHE_SIZE) {
-			wc->cache_n++;
-		}
-		pthread_mutex_unlock(&wc->cache_lock);
-	}
-	explicit_bzero(digest, sizeof(digest));
 	return ok;
+}
+
+enum web_auth web_config_check_basic_auth(struct web_config *wc, const char *client, const char *user,
+					  const char *password)
+{
+	const char *key = client ? client : "";
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+	const struct web_header *u;
+	uint8_t digest[SHA256_SIZE];
+	bool ok, have_digest;
+
+	if (!web_config_requires_auth(wc)) {
+		return WEB_AUTH_OK;
+	}
+	u = find_user(wc, user);
+	/* an unknown user pays a bcrypt of the same cost as a known one */
+	have_digest = credentials_digest(user, password, u ? u->value : wc->users[0].value, digest) >= 0;
+	if (u && have_digest && cache_has(wc, digest)) {
+		explicit_bzero(digest, sizeof(digest));
+		return WEB_AUTH_OK;
+	}
+	if (!begin_check(wc, key, now)) {
+		explicit_bzero(digest, sizeof(digest));
+		return WEB_AUTH_LIMITED;
+	}
+	ok = bcrypt_matches(password, u ? u->value : wc->users[0].value) && u;
+	end_check(wc, key, now, have_digest ? digest : NULL, ok);
+	explicit_bzero(digest, sizeof(digest));
+	return ok ? WEB_AUTH_OK : WEB_AUTH_DENIED;
 }

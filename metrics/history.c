@@ -32,7 +32,7 @@ struct device_ring {
 
 struct probe_ring {
 	char *name;
-	struct history_probe_point *points; /* n_slots */
+	struct history_probe_point *points; /* probe_slots */
 	size_t head;			    /* next write position */
 	size_t n;
 	uint64_t last_update_usec;
@@ -47,8 +47,10 @@ struct history {
 	struct device_ring *rings;
 	size_t n_rings;
 	struct name_index index;
-	struct probe_ring *probes;
+	struct probe_ring *probes; /* max_probes */
 	size_t n_probes;
+	size_t max_probes;
+	size_t probe_slots;
 };
 
 /* Zeroed memory straight from mmap: a page becomes resident only when the
@@ -80,13 +82,47 @@ static size_t slots_for(const struct config *cfg)
 	return n < 2 ? 2 : (size_t)n;
 }
 
-/* The device rings that fit: max_devices, fewer when max_history_memory
- * does not hold that many (at least one: the configuration refuses a
- * history where one device does not fit). */
+/* A probe ring per configured probe (HISTORY_MAX_PROBES at most; a
+ * renamed probe takes over the ring updated longest ago). */
+static size_t probe_rings_for(const struct config *cfg)
+{
+	size_t n = cfg->n_probes;
+
+	return n < 1 ? 1 : n > HISTORY_MAX_PROBES ? HISTORY_MAX_PROBES : n;
+}
+
+/* The points of a probe ring: a run per interval of the most frequent
+ * probe over the history, all rings together within a quarter of
+ * max_history_memory (at 1 s, history=7d was 14.5 MB per probe). */
+static size_t probe_slots_for(const struct config *cfg)
+{
+	uint64_t every = cfg->probe_interval_usec ? cfg->probe_interval_usec : USEC_PER_SEC, n, fit;
+	size_t rings = probe_rings_for(cfg);
+
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		if (cfg->probes[i].interval_usec && cfg->probes[i].interval_usec < every) {
+			every = cfg->probes[i].interval_usec;
+		}
+	}
+	n = cfg->history_usec / every + 1;
+	if (cfg->max_history_memory) {
+		fit = cfg->max_history_memory / 4 / (rings * sizeof(struct history_probe_point));
+		n = n < fit ? n : fit;
+	}
+	return n < 2 ? 2 : (size_t)n;
+}
+
+/* The device rings that fit: max_devices, fewer when what
+ * max_history_memory leaves beside the probe rings does not hold that many
+ * (at least one: the configuration refuses a history where one device does
+ * not fit). */
 static unsigned rings_for(const struct config *cfg, size_t n_slots)
 {
 	uint64_t want = cfg->max_devices ? cfg->max_devices : 1;
-	uint64_t fit = cfg->max_history_memory / ((uint64_t)n_slots * sizeof(struct history_record));
+	uint64_t probes =
+	    (uint64_t)probe_rings_for(cfg) * probe_slots_for(cfg) * sizeof(struct history_probe_point);
+	uint64_t avail = cfg->max_history_memory > probes ? cfg->max_history_memory - probes : 0;
+	uint64_t fit = avail / ((uint64_t)n_slots * sizeof(struct history_record));
 
 	if (cfg->max_history_memory == 0 || fit >= want) {
 		return (unsigned)want;
@@ -109,7 +145,7 @@ static void clear_locked(struct history *h)
 	h->n_rings = 0;
 	for (size_t i = 0; h->probes && i < h->n_probes; i++) {
 		free(h->probes[i].name);
-		zero_free(h->probes[i].points, h->n_slots, sizeof(struct history_probe_point));
+		zero_free(h->probes[i].points, h->probe_slots, sizeof(struct history_probe_point));
 	}
 	free(h->probes);
 	h->probes = NULL;
@@ -126,7 +162,9 @@ static int setup_locked(struct history *h, const struct config *cfg)
 	h->max_devices = rings_for(cfg, h->n_slots);
 	h->timestamps = zero_alloc(h->n_slots, sizeof(*h->timestamps));
 	h->rings = zero_alloc(h->max_devices, sizeof(*h->rings));
-	h->probes = calloc(HISTORY_MAX_PROBES, sizeof(*h->probes));
+	h->max_probes = probe_rings_for(cfg);
+	h->probe_slots = probe_slots_for(cfg);
+	h->probes = calloc(h->max_probes, sizeof(*h->probes));
 	if (!h->timestamps || !h->rings || !h->probes) {
 		return -ENOMEM;
 	}
@@ -162,16 +200,57 @@ struct history *history_free(struct history *h)
 	return NULL;
 }
 
+/* Exchange the stores of a and b (everything but the lock). */
+static void swap_stores(struct history *a, struct history *b)
+{
+	struct history t = *a;
+
+	a->n_slots = b->n_slots;
+	a->max_devices = b->max_devices;
+	a->timestamps = b->timestamps;
+	a->seq = b->seq;
+	a->rings = b->rings;
+	a->n_rings = b->n_rings;
+	a->index = b->index;
+	a->probes = b->probes;
+	a->n_probes = b->n_probes;
+	a->max_probes = b->max_probes;
+	a->probe_slots = b->probe_slots;
+	b->n_slots = t.n_slots;
+	b->max_devices = t.max_devices;
+	b->timestamps = t.timestamps;
+	b->seq = t.seq;
+	b->rings = t.rings;
+	b->n_rings = t.n_rings;
+	b->index = t.index;
+	b->probes = t.probes;
+	b->n_probes = t.n_probes;
+	b->max_probes = t.max_probes;
+	b->probe_slots = t.probe_slots;
+}
+
 int history_set_config(struct history *h, const struct config *cfg)
 {
-	int r = 0;
+	struct history fresh = {0};
+	bool is_same;
+	int r;
 
 	pthread_mutex_lock(&h->lock);
-	if (slots_for(cfg) != h->n_slots || rings_for(cfg, slots_for(cfg)) != h->max_devices) {
-		clear_locked(h);
-		r = setup_locked(h, cfg);
-	}
+	is_same = slots_for(cfg) == h->n_slots && rings_for(cfg, slots_for(cfg)) == h->max_devices &&
+		  probe_rings_for(cfg) == h->max_probes && probe_slots_for(cfg) == h->probe_slots;
 	pthread_mutex_unlock(&h->lock);
+	if (is_same) {
+		return 0;
+	}
+	/* the new store first, outside the lock: when it cannot be had, the
+	 * old one stays, whole */
+	r = setup_locked(&fresh, cfg);
+	if (r >= 0) {
+		pthread_mutex_lock(&h->lock);
+		swap_stores(h, &fresh);
+		pthread_mutex_unlock(&h->lock);
+	}
+	clear_locked(&fresh);
 	return r;
 }
 
@@ -430,7 +509,7 @@ static struct probe_ring *probe_ring_get_locked(struct history *h, const char *n
 			return &h->probes[i];
 		}
 	}
-	if (h->n_probes == HISTORY_MAX_PROBES) {
+	if (h->n_probes == h->max_probes) {
 		/* reuse the ring of the probe updated longest ago (renamed away) */
 		size_t oldest = 0;
 
@@ -448,10 +527,10 @@ static struct probe_ring *probe_ring_get_locked(struct history *h, const char *n
 	p = &h->probes[h->n_probes];
 	*p = (struct probe_ring){0};
 	p->name = strdup(name);
-	p->points = zero_alloc(h->n_slots, sizeof(*p->points));
+	p->points = zero_alloc(h->probe_slots, sizeof(*p->points));
 	if (!p->name || !p->points) {
 		free(p->name);
-		zero_free(p->points, h->n_slots, sizeof(*p->points));
+		zero_free(p->points, h->probe_slots, sizeof(*p->points));
 		*p = (struct probe_ring){0};
 		return NULL;
 	}
@@ -476,8 +555,8 @@ int history_probe_append(struct history *h, const char *probe, uint64_t realtime
 		    .p99_sec = (float)p99_sec,
 		    .iops = (float)iops,
 		};
-		p->head = (p->head + 1) % h->n_slots;
-		if (p->n < h->n_slots) {
+		p->head = (p->head + 1) % h->probe_slots;
+		if (p->n < h->probe_slots) {
 			p->n++;
 		}
 		p->last_update_usec = realtime_usec;
@@ -509,7 +588,7 @@ int history_probe_query(struct history *h, const char *probe, uint64_t since_rea
 			r = -ENOMEM;
 		}
 		for (size_t k = 0; out && k < p->n; k++) {
-			size_t idx = (p->head + h->n_slots - p->n + k) % h->n_slots;
+			size_t idx = (p->head + h->probe_slots - p->n + k) % h->probe_slots;
 
 			if (p->points[idx].realtime_usec >= since_realtime_usec) {
 				out[n++] = p->points[idx];
@@ -545,9 +624,9 @@ size_t history_memory_bytes(struct history *h)
 
 	pthread_mutex_lock(&h->lock);
 	bytes = sizeof(*h) + h->n_slots * sizeof(*h->timestamps) +
-		(size_t)h->max_devices * sizeof(*h->rings) + HISTORY_MAX_PROBES * sizeof(*h->probes) +
+		(size_t)h->max_devices * sizeof(*h->rings) + h->max_probes * sizeof(*h->probes) +
 		h->n_rings * h->n_slots * sizeof(struct history_record) +
-		h->n_probes * h->n_slots * sizeof(struct history_probe_point) +
+		h->n_probes * h->probe_slots * sizeof(struct history_probe_point) +
 		(h->index.mask + 1) * sizeof(size_t);
 	pthread_mutex_unlock(&h->lock);
 	return bytes;

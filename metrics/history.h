@@ -2,8 +2,10 @@
  * device, one slot per sample) and of probe latency points, for
  * /api/v1/history. Memory is bounded: at most max_devices device rings of
  * history/sample_interval slots (HISTORY_DEVICE_SLOT_BYTES each), allocated
- * when a device is first seen and freed once its data has aged out, plus at
- * most HISTORY_MAX_PROBES probe rings of the same number of points. Every
+ * when a device is first seen and freed once its data has aged out, plus a
+ * probe ring per configured probe (HISTORY_MAX_PROBES at most) of a point
+ * per run of the most frequent probe, together within a quarter of
+ * max_history_memory, the device rings within the rest. Every
  * function is thread-safe (the sampler appends on the main thread, probe
  * threads append probe points, the HTTP thread queries). */
 #pragma once
@@ -52,7 +54,8 @@ int history_new(const struct config *cfg, struct history **ret);
 struct history *history_free(struct history *h);
 
 /* Apply a reloaded config. When the number of slots or max_devices changes
- * the history restarts empty; otherwise it is kept. */
+ * the history restarts empty; otherwise it is kept. When the new store
+ * cannot be allocated, returns -ENOMEM and the old one is kept, whole. */
 int history_set_config(struct history *h, const struct config *cfg);
 
 /* Append one sample: a slot stamped s->realtime_usec holding the rates of

@@ -76,6 +76,20 @@ static json_t *str(const char *s)
 }
 
 /* "a,b" -> ["a", "b"]; "" -> []. */
+/* n strings as a JSON array. */
+static json_t *strings(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++) {
+		if (json_array_append_new(a, str(v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static json_t *list(const char *csv)
 {
 	json_t *a = json_array();
@@ -320,7 +334,7 @@ static json_t *device_json(const struct device_state *d)
 	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
 	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
 	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", members_json(t, 0, true),
-	    "mountpoints", list(t->mountpoints), "model", str(t->model), "volume_id",
+	    "mountpoints", strings(t->mountpoint_list, t->n_mountpoints), "model", str(t->model), "volume_id",
 	    t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(), "rotational", t->is_rotational,
 	    "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
 	    t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",

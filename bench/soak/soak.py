@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Soak: the real daemon under a sanitizer build or valgrind memcheck for
 a fixed time, with 0.2 s probe intervals, a scrape every 100 ms, SIGHUP
-every 5 s and a fault toggled every 30 s on its targets. Prints the RSS and
-fd count series and the error/leak summary; exits 1 when the run is not
-clean (sanitizer or valgrind errors, leaks, RSS or fd growth after warm-up,
-the daemon dying or stopping to answer).
+every 5 s and a fault toggled every 30 s on its targets; 16 slow readers
+of /api/v1/history (1 KiB/s, from 127.0.0.2-5) every 20 s; and a probe on
+a FUSE filesystem (tests/integration/hangfs.py) that stops answering for
+20 s of every 60. Prints the RSS, fd and thread series, the /metrics
+latency p99 and the error/leak summary; exits 1 when the run is not clean
+(sanitizer or valgrind errors, leaks, RSS or fd growth after warm-up, the
+daemon dying or stopping to answer).
 
 Needs root (loop devices, mounts). Run from the source tree:
 
@@ -52,6 +55,15 @@ size=16m
 rate_iops=100
 runtime=50ms
 interval=200ms
+
+[soak-fuse]
+rw=randrw
+bs=4k
+size=1m
+directory={fuse}
+rate_iops=100
+runtime=50ms
+interval=1s
 """
 # every other reload adds a probe, so reloads really rebuild the probes
 EXTRA = """
@@ -112,6 +124,51 @@ class Faults:
         return name
 
 
+class SlowReaders:
+    """16 connections asking for /api/v1/history without gzip and reading
+    1 KiB a second, opened every 20 s and dropped 30 s later."""
+
+    SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+
+    def __init__(self, port):
+        self.port = port
+        self.open = []  # (opened at, socket)
+        self.opened = 0
+
+    def tick(self, now):
+        import socket
+        if not self.open or now - self.open[-1][0] >= 20:
+            for i in range(16):
+                try:
+                    so = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    so.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    so.bind((self.SOURCES[i % 4], 0))
+                    so.settimeout(2)
+                    so.connect(("127.0.0.1", self.port))
+                    so.sendall(b"GET /api/v1/history?window=10m HTTP/1.1\r\nHost: x\r\n\r\n")
+                    so.setblocking(False)
+                    self.open.append((now, so))
+                    self.opened += 1
+                except OSError:
+                    so.close()
+        keep = []
+        for opened, so in self.open:
+            if now - opened > 30:
+                so.close()
+                continue
+            try:
+                so.recv(1024)
+            except (BlockingIOError, OSError):
+                pass
+            keep.append((opened, so))
+        self.open = keep
+
+    def close(self):
+        for _, so in self.open:
+            so.close()
+        self.open = []
+
+
 def scraper(port, stop, stats):
     i = 0
     while not stop.is_set():
@@ -135,6 +192,8 @@ def scraper(port, stop, stats):
             stats.setdefault("failed_paths", set()).add(f"{path} {e!r}")
         took = time.monotonic() - t0
         stats["max_sec"] = max(stats["max_sec"], took)
+        if path == "/metrics":
+            stats.setdefault("metrics_sec", []).append(took)
         if took > stats.setdefault("slow", {}).get(path, 0):
             stats["slow"][path] = took
         stop.wait(max(0.0, 0.1 - (time.monotonic() - t0)))
@@ -158,9 +217,12 @@ def main():
     target = os.path.join(fs.mountpoint, "data")
     os.mkdir(target)
     t.run("dd", "if=/dev/urandom", f"of={raw.path}", "bs=1M", "count=16", "oflag=direct")
+    hang = t.HangFS("soak-fuse")
+    fuse = os.path.join(hang.mountpoint, "p")
+    os.mkdir(os.path.join(hang.backing, "p"))
     port = t.free_port()
     conf = os.path.join(work, "iopsd.conf")
-    base = CONFIG.format(state=work, target=target, raw=raw.path)
+    base = CONFIG.format(state=work, target=target, raw=raw.path, fuse=fuse)
     variants = [base, base + EXTRA.format(target=target)]
     with open(conf, "w") as f:
         f.write(variants[0])
@@ -181,6 +243,8 @@ def main():
     stop = threading.Event()
     stats = {"ok": 0, "5xx": 0, "failed": 0, "max_sec": 0.0}
     faults = Faults(fs, raw, target)
+    slow = SlowReaders(port)
+    hung_at, hangs = None, 0
     series = []
     rc = None
     try:
@@ -213,6 +277,13 @@ def main():
                     f.write(variants[reloads % 2])
                 proc.send_signal(signal.SIGHUP)
                 next_hup += 5
+            slow.tick(now)
+            if hung_at is None and (now - t0) % 60 >= 40:
+                hang.hang("all")
+                hung_at, hangs = now, hangs + 1
+            elif hung_at is not None and now - hung_at >= 20:
+                hang.release()
+                hung_at = None
             if now >= next_fault:
                 if faults.active:
                     events.append((now - t0, "off", faults.off()))
@@ -222,6 +293,8 @@ def main():
             time.sleep(0.05)
         if faults.active:
             events.append((time.monotonic() - t0, "off", faults.off()))
+        hang.release()
+        slow.close()
         time.sleep(2)
         stop.set()
         th.join()
@@ -240,6 +313,8 @@ def main():
             rc = proc.wait()
     finally:
         stop.set()
+        slow.close()
+        hang.release_quietly()  # a process with I/O in it cannot exit before
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -251,17 +326,25 @@ def main():
                 print(f"soak: could not clear {faults.active}: {e}", file=sys.stderr)
         fs.cleanup()
         raw.cleanup()
+        hang.cleanup()
 
     # the report --------------------------------------------------------
     print(f"soak mode={a.mode} duration={a.duration:.0f}s reloads={reloads} "
           f"requests ok={stats['ok']} 5xx={stats['5xx']} failed={stats['failed']} "
           f"slowest={stats['max_sec'] * 1000:.0f}ms exit={rc}")
+    lat = sorted(stats.get("metrics_sec", [0.0]))
+    print(f"/metrics: {len(lat)} scrapes, p50 {lat[len(lat) // 2] * 1000:.0f} ms, "
+          f"p99 {lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms; "
+          f"{slow.opened} slow readers; the FUSE probe hung {hangs} times")
+    if series:
+        print(f"start/end: VmRSS {series[0][1]}/{series[-1][1]} kB, fds {series[0][2]}/{series[-1][2]}, "
+              f"threads {series[0][3]}/{series[-1][3]}")
     print("slowest by path: " + ", ".join(f"{p} {v * 1000:.0f}ms" for p, v in sorted(stats.get("slow", {}).items())))
     print("faults: " + ", ".join(f"{e[2]} {e[1]}@{e[0]:.0f}s" for e in events))
     print("series (seconds, VmRSS kB, fds, threads):")
     for s in series:
         print(f"  {s[0]:6.0f} {s[1]:8d} {s[2]:4d} {s[3]:4d}")
-    for name in ("soak-write", "soak-raw"):
+    for name in ("soak-write", "soak-raw", "soak-fuse"):
         runs = t.metric_sum(metrics, "iopsd_probe_ops_total", {"probe": name})
         errs = t.metric_sum(metrics, "iopsd_probe_errors_total", {"probe": name})
         print(f"probe {name}: ops={runs:.0f} errors={errs:.0f} "

@@ -20,6 +20,9 @@ enum device_kind {
 const char *device_kind_to_string(enum device_kind k);
 
 #define DEVICE_MAX_MEMBERS 64
+/* Mount points kept per device: bind mounts and containers can mount one
+ * filesystem hundreds of times. */
+#define DEVICE_MAX_MOUNTPOINTS 16
 
 /* The members of t joined with commas ("xvdf,xvdg", "" when none) into buf
  * (truncated to len); returns buf. */
@@ -34,10 +37,14 @@ struct device_topology {
 	char parent[DISKSTATS_NAME_MAX]; /* whole disk of a partition, "" otherwise */
 	char **members;			 /* md/dm: the names in sysfs slaves/, sorted, n_members of
 					  * them (NULL when none); bit k of a mask is members[k] */
-	char *mountpoints;		 /* "/data,/srv", "" when unmounted */
-	char *model;			 /* "" when sysfs has none */
-	unsigned logical_block_size;	 /* bytes; 0 when unknown. Sectors in diskstats are
-					  * always 512 bytes regardless. */
+	char *mountpoints;		 /* "/data,/srv" for the mountpoint label, "" when
+					  * unmounted (a "," inside a mount point is ambiguous
+					  * there: mountpoint_list has each whole) */
+	char **mountpoint_list;		 /* n_mountpoints, at most DEVICE_MAX_MOUNTPOINTS */
+	size_t n_mountpoints;
+	char *model;		     /* "" when sysfs has none */
+	unsigned logical_block_size; /* bytes; 0 when unknown. Sectors in diskstats are
+				      * always 512 bytes regardless. */
 	bool is_rotational;
 	uint64_t size_bytes;
 	/* extensions (sampler) */

@@ -87,6 +87,9 @@ struct sampler {
 
 	struct ebs_nvme_reader *ebs; /* EBS NVMe volumes among the kept devices */
 
+	struct probe_identity *const *ids; /* the probes, borrowed (sampler_set_identities) */
+	size_t n_ids;
+
 	struct sample_device *view; /* the last sample, for the detection stage */
 	struct sample last;
 };
@@ -195,11 +198,20 @@ static void apply_filter(struct sampler *s)
 	for (size_t i = 0; i < s->n_devs; i++) {
 		s->devs[i].dc = NULL;
 	}
+	/* the probes' targets by the mount table, and where their runs found
+	 * them: no filesystem call here */
 	for (size_t i = 0; i < cfg->n_probes; i++) {
 		const struct probe_config *pc = &cfg->probes[i];
 		const struct topology_device *d;
 
-		d = targets_device(t, pc->directory ? pc->directory : pc->filename);
+		d = topology_device_for_path(t, pc->directory ? pc->directory : pc->filename);
+		if (d && holds) {
+			holds[d - t->devices] = true;
+		}
+	}
+	for (size_t i = 0; i < s->n_ids; i++) {
+		const struct topology_device *d = targets_identity_device(t, s->ids[i]);
+
 		if (d && holds) {
 			holds[d - t->devices] = true;
 		}
@@ -209,7 +221,7 @@ static void apply_filter(struct sampler *s)
 		const struct topology_device *d = topology_find(t, dc->name);
 
 		if (!d && dc->name[0] == '/') {
-			d = targets_device(t, dc->name);
+			d = topology_device_for_path(t, dc->name);
 		}
 		if (!d) {
 			continue;
@@ -306,6 +318,13 @@ int sampler_set_config(struct sampler *s, const struct config *cfg)
 	/* dc pointers must not outlive the old config: recompute now */
 	apply_filter(s);
 	return r;
+}
+
+void sampler_set_identities(struct sampler *s, struct probe_identity *const *ids, size_t n)
+{
+	s->ids = ids;
+	s->n_ids = n;
+	apply_filter(s);
 }
 
 void sampler_set_clock(struct sampler *s, sampler_clock_fn fn, void *userdata)

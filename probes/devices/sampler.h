@@ -86,6 +86,12 @@ struct sampler *sampler_free(struct sampler *s);
  * compile; the previous regexes then stay in force. */
 int sampler_set_config(struct sampler *s, const struct config *cfg);
 
+/* The probes (daemon/identities.h): the devices that hold their targets
+ * are sampled whatever the filter says. Borrowed: valid until the next call
+ * (set it again whenever they change). */
+struct probe_identity;
+void sampler_set_identities(struct sampler *s, struct probe_identity *const *ids, size_t n);
+
 /* Take one sample now. On success returns 0 and a new snapshot (refcount 1)
  * owned by the caller. Errors (-errno): PROCFS/diskstats unreadable, or
  * -ENOMEM; the previous state is kept so the next sample still derives. */

@@ -102,6 +102,7 @@ int targets_place(const struct topology *t, const char *target, char *ret_name, 
 static void probe_identity_destroy(struct probe_identity *id)
 {
 	pthread_mutex_destroy(&id->lock);
+	topology_unref(id->topo);
 	free(id->name);
 	free(id->target);
 	free(id);
@@ -142,22 +143,129 @@ bool probe_identity_device(struct probe_identity *id, char *ret_device, dev_t *r
 	return is_resolved;
 }
 
-void targets_place_identity(const struct topology *t, struct probe_identity *id)
+void probe_identity_set_target_dev(struct probe_identity *id, dev_t dev)
 {
-	const struct topology_device *d = targets_device(t, id->target);
-	char device[DISKSTATS_NAME_MAX];
-	dev_t disk;
-
-	if (targets_place(t, id->target, device, &disk) < 0) {
-		return; /* not (yet) known: keep what it was */
+	if (dev != 0) {
+		pthread_mutex_lock(&id->lock);
+		id->target_dev = dev;
+		pthread_mutex_unlock(&id->lock);
 	}
+}
+
+static dev_t identity_target_dev(struct probe_identity *id)
+{
+	dev_t dev;
+
+	pthread_mutex_lock(&id->lock);
+	dev = id->target_dev;
+	pthread_mutex_unlock(&id->lock);
+	return dev;
+}
+
+/* The device holding `target`, known by number `dev` (0: not yet) or else
+ * by the mount table. Pure. */
+static const struct topology_device *cached_device(const struct topology *t, const char *target, dev_t dev)
+{
+	const struct topology_device *d = NULL;
+
+	if (!t) {
+		return NULL;
+	}
+	if (major(dev) != 0) {
+		d = topology_find_devnum(t, major(dev), minor(dev));
+	}
+	return d ? d : topology_device_for_path(t, target);
+}
+
+const struct topology_device *targets_identity_device(const struct topology *t, struct probe_identity *id)
+{
+	return cached_device(t, id->target, identity_target_dev(id));
+}
+
+/* targets_place() from a device number instead of a stat(). */
+static int place_cached(const struct topology *t, const char *target, dev_t dev, char *ret_name,
+			dev_t *ret_disk, const struct topology_device **ret_d)
+{
+	const struct topology_device *d = cached_device(t, target, dev);
+	const struct mountinfo_entry *m;
+
+	*ret_d = d;
+	if (d) {
+		const struct topology_device *disk = d->parent != SIZE_MAX ? &t->devices[d->parent] : d;
+
+		memcpy(ret_name, d->name, DISKSTATS_NAME_MAX);
+		*ret_disk = makedev(disk->major, disk->minor);
+		return 0;
+	}
+	/* a filesystem without a block device (tmpfs, overlayfs, FUSE, NFS):
+	 * runs are serialised on the filesystem */
+	if (dev != 0 && major(dev) == 0) {
+		ret_name[0] = '\0';
+		*ret_disk = dev;
+		return 0;
+	}
+	m = t ? topology_mount_for_path(t, target) : NULL;
+	if (!m || m->major != 0) {
+		return -ENODEV;
+	}
+	ret_name[0] = '\0';
+	*ret_disk = makedev(m->major, m->minor);
+	return 0;
+}
+
+static void identity_set_place(struct probe_identity *id, const char *device, dev_t disk,
+			       const struct topology_device *d)
+{
 	pthread_mutex_lock(&id->lock);
 	memcpy(id->device, device, sizeof(id->device));
 	id->disk = disk;
 	id->dev = d ? makedev(d->major, d->minor) : 0;
 	id->logical_block_size = d ? d->topo.logical_block_size : 0;
+	id->dev = d ? makedev(d->major, d->minor) : 0;
+	id->logical_block_size = d ? d->topo.logical_block_size : 0;
 	id->is_resolved = true;
 	pthread_mutex_unlock(&id->lock);
+}
+
+void targets_place_identity(const struct topology *t, struct probe_identity *id)
+{
+	const struct topology_device *d;
+	char device[DISKSTATS_NAME_MAX];
+	struct topology *old = NULL;
+	dev_t disk;
+
+	pthread_mutex_lock(&id->lock);
+	if (id->topo != t) {
+		/* topologies are immutable; the count is the only thing written */
+		old = id->topo;
+		id->topo = topology_ref((struct topology *)t);
+	}
+	pthread_mutex_unlock(&id->lock);
+	topology_unref(old);
+	if (place_cached(t, id->target, identity_target_dev(id), device, &disk, &d) < 0) {
+		return; /* not (yet) known: keep what it was */
+	}
+	identity_set_place(id, device, disk, d);
+}
+
+void targets_resolve_identity(struct probe_identity *id)
+{
+	const struct topology_device *d;
+	char device[DISKSTATS_NAME_MAX];
+	struct topology *t;
+	struct stat st;
+	dev_t disk;
+
+	pthread_mutex_lock(&id->lock);
+	t = topology_ref(id->topo);
+	pthread_mutex_unlock(&id->lock);
+	if (id->target[0] == '/' && stat(id->target, &st) == 0) {
+		probe_identity_set_target_dev(id, S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev);
+	}
+	if (t && place_cached(t, id->target, identity_target_dev(id), device, &disk, &d) == 0) {
+		identity_set_place(id, device, disk, d);
+	}
+	topology_unref(t);
 }
 
 bool probe_identity_block_size(struct probe_identity *id, dev_t *ret_dev, unsigned *ret_size)

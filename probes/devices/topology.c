@@ -176,6 +176,7 @@ static void topology_device_done(struct topology_device *d)
 {
 	free_names(d->topo.members, d->topo.n_members);
 	free(d->topo.mountpoints);
+	free_names(d->topo.mountpoint_list, d->topo.n_mountpoints);
 	free(d->topo.model);
 	free(d->topo.physical_members);
 	free(d->topo.dm_name);
@@ -383,10 +384,40 @@ static const struct topology_device *mount_device(const struct topology *t, cons
 	if (m->major != 0) {
 		return topology_find_devnum(t, m->major, m->minor);
 	}
-	if (strncmp(m->source, "/dev/", 5) == 0) {
+	/* only btrfs: any user may mount FUSE with fsname=/dev/nvme0n1, which
+	 * must not attach their paths to a real device's labels */
+	if (strcmp(m->fstype, "btrfs") == 0 && strncmp(m->source, "/dev/", 5) == 0) {
 		return topology_find(t, m->source + 5);
 	}
 	return NULL;
+}
+
+/* Mount point `mp` on device d: once each, DEVICE_MAX_MOUNTPOINTS at most,
+ * into its list and its label's. */
+static int add_mountpoint(struct topology_device *d, struct name_list *label, const char *mp)
+{
+	struct device_topology *ti = &d->topo;
+	char **v;
+
+	for (size_t i = 0; i < ti->n_mountpoints; i++) {
+		if (strcmp(ti->mountpoint_list[i], mp) == 0) {
+			return 0;
+		}
+	}
+	if (ti->n_mountpoints == DEVICE_MAX_MOUNTPOINTS) {
+		return 0;
+	}
+	v = realloc(ti->mountpoint_list, (ti->n_mountpoints + 1) * sizeof(*v));
+	if (!v) {
+		return -ENOMEM;
+	}
+	ti->mountpoint_list = v;
+	v[ti->n_mountpoints] = strdup(mp);
+	if (!v[ti->n_mountpoints]) {
+		return -ENOMEM;
+	}
+	ti->n_mountpoints++;
+	return name_list_add(label, mp);
 }
 
 static int assign_mountpoints(struct topology *t)
@@ -401,7 +432,8 @@ static int assign_mountpoints(struct topology *t)
 		const struct topology_device *d = mount_device(t, &t->mounts[i]);
 
 		if (d) {
-			r = name_list_add(&lists[d - t->devices], t->mounts[i].mountpoint);
+			r = add_mountpoint(&t->devices[d - t->devices], &lists[d - t->devices],
+					   t->mounts[i].mountpoint);
 		}
 	}
 	for (size_t i = 0; i < t->n_devices; i++) {

@@ -3,16 +3,20 @@
  * planted in the path never redirects a write. */
 #include "probefile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,6 +186,62 @@ static int check_space(int idfd, const char *directory, uint64_t size, uint64_t 
 	return 0;
 }
 
+/* Each layout's own temporary name, .NAME.dat.PID.N.tmp: a run that a
+ * reload left stuck in the kernel, waking up, removes or renames only its
+ * own file, never the one the next run is writing. */
+static char *temporary_name(const char *name)
+{
+	static unsigned seq; /* atomic */
+	char *t;
+
+	if (asprintf(&t, ".%s.dat.%ld.%u.tmp", name, (long)getpid(),
+		     __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED)) < 0) {
+		return NULL;
+	}
+	return t;
+}
+
+/* Remove the temporary files of NAME that another process left (a crash or
+ * a kill during a layout; ours belong to runs that may still be going), and
+ * the single .NAME.dat.tmp of older versions. */
+static void remove_stale_temporaries(int idfd, const char *name)
+{
+	_cleanup_free_ char *prefix = NULL, *legacy = NULL;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (asprintf(&prefix, ".%s.dat.", name) < 0 || asprintf(&legacy, ".%s.dat.tmp", name) < 0) {
+		return;
+	}
+	fd = openat(idfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0) {
+			close(fd);
+		}
+		return;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strcmp(de->d_name, legacy) == 0) {
+			unlinkat(idfd, de->d_name, 0);
+			continue;
+		}
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) {
+			continue;
+		}
+		pid = strtol(de->d_name + strlen(prefix), &end, 10);
+		if (pid > 0 && pid != (long)getpid() && end[0] == '.' && strlen(end) > 4 &&
+		    strcmp(end + strlen(end) - 4, ".tmp") == 0) {
+			unlinkat(idfd, de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
 /* Lay out a fresh file under a temporary name and rename it into place, so
  * that NAME.dat only ever exists fully written. Returns an O_RDWR|O_DIRECT
  * fd of the new file. */
@@ -196,12 +256,6 @@ static int layout(int idfd, const char *directory, const char *fname, const char
 	snprintf(what, sizeof(what), "%s/" PROBEFILE_DIR "/%s", directory, fname);
 	r = check_space(idfd, directory, size, reclaim, msg, msg_len);
 	if (r < 0) {
-		return r;
-	}
-	if (unlinkat(idfd, tmpname, 0) < 0 && errno != ENOENT) {
-		r = -errno;
-		errstr_set(msg, msg_len, 0, "cannot remove the stale %s/" PROBEFILE_DIR "/%s: %s", directory,
-			   tmpname, probefile_strerror(r, e, sizeof(e)));
 		return r;
 	}
 	fd = openat(idfd, tmpname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
@@ -329,6 +383,20 @@ static const char *dev_string(dev_t dev, char *buf, size_t len)
 	return buf;
 }
 
+/* DIR itself, never through a symlink in its path: whoever owns a link
+ * could point iopsd's writes anywhere (openat2 with RESOLVE_NO_SYMLINKS; a
+ * kernel or a seccomp filter without openat2 gets open()). */
+static int open_directory_nofollow(const char *directory)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, directory, &how, sizeof(how));
+
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
+		fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : (int)fd;
+}
+
 int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret_dev, char *msg,
 			     size_t msg_len)
 {
@@ -337,10 +405,15 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	char e[96], was[32], now[32];
 	int r;
 
-	dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open_directory_nofollow(directory);
 	if (dfd < 0) {
-		r = -errno;
-		if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
+		r = dfd;
+		if (r == -ELOOP) {
+			errstr_set(msg, msg_len, 0,
+				   "directory=%s has a symlink in its path: refusing to follow it (give the "
+				   "path it points to)",
+				   directory);
+		} else if (r == -ENOTDIR && stat(directory, &st) == 0 && S_ISBLK(st.st_mode)) {
 			errstr_set(msg, msg_len, 0,
 				   "directory=%s is a block device: a probe never writes to one (filename= "
 				   "reads it)",
@@ -357,13 +430,53 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	if (expect_dev != 0 && st.st_dev != expect_dev) {
 		errstr_set(msg, msg_len, 0,
 			   "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
-			   "filesystem underneath; reload iopsd if the change is meant",
+			   "filesystem underneath; restart iopsd if the change is meant",
 			   directory, dev_string(st.st_dev, now, sizeof(now)),
 			   dev_string(expect_dev, was, sizeof(was)));
 		return -EXDEV;
 	}
 	*ret_dev = st.st_dev;
 	return TAKE_FD(dfd);
+}
+
+int probefile_remove_strays(const char *directory, probefile_keep_fn keep, void *userdata)
+{
+	_cleanup_close_ int dfd = -1, idfd = -1;
+	struct dirent *de;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	dfd = open_directory_nofollow(directory);
+	if (dfd < 0) {
+		return dfd;
+	}
+	idfd = openat(dfd, PROBEFILE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (idfd < 0) {
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (fstat(idfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0022)) {
+		return -EPERM; /* not iopsd's own: leave it alone */
+	}
+	d = fdopendir(dup(idfd));
+	if (!d) {
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char stem[NAME_MAX + 1];
+
+		if (len <= 4 || de->d_name[0] == '.' || strcmp(de->d_name + len - 4, ".dat") != 0) {
+			continue;
+		}
+		memcpy(stem, de->d_name, len - 4);
+		stem[len - 4] = '\0';
+		if (!keep(stem, userdata) && unlinkat(idfd, de->d_name, 0) == 0) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
 }
 
 int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
@@ -384,8 +497,8 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		fname = NULL;
 		return -ENOMEM;
 	}
-	if (asprintf(&tmpname, ".%s.dat.tmp", name) < 0) {
-		tmpname = NULL;
+	tmpname = temporary_name(name);
+	if (!tmpname) {
 		return -ENOMEM;
 	}
 	idfd = open_state_dir(dfd, directory, &created, msg, msg_len);
@@ -401,6 +514,7 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		return fd;
 	}
 	t0 = now_usec(CLOCK_MONOTONIC);
+	remove_stale_temporaries(idfd, name);
 	fd = layout(idfd, directory, fname, tmpname, size, reclaim, seed, stop, userdata, msg, msg_len);
 	if (fd < 0) {
 		r = fd;

@@ -188,6 +188,7 @@ static int run_prepare(struct run *r, struct probe_result *res)
 	if (fstat(r->fds[0], &st) < 0) {
 		return -errno;
 	}
+	res->target_dev = r->filename ? st.st_rdev : st.st_dev;
 	k = run_check_block_size(r, res, run_block_size(r, r->filename ? st.st_rdev : st.st_dev));
 	if (k < 0) {
 		return k;

@@ -21,6 +21,16 @@ IOPSD = os.environ.get("IOPSD", "iopsd")
 SRCDIR = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def is_asan_build():
+    """Whether $IOPSD was built with AddressSanitizer (its runtime is linked in)."""
+    path = shutil.which(IOPSD) or IOPSD
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def skip(why):
     print(f"SKIP: {why}")
     sys.exit(SKIP)
@@ -125,6 +135,17 @@ class Daemon(HttpClient):
         self.env.update(env or {})
         self.proc = None
         self.wrapper = []  # e.g. ["setpriv", "--reuid=nobody", ..., "--"]
+
+    def limit_asan_quarantine(self):
+        """Under a sanitizer build: ASan keeps freed memory in quarantine
+        (256 MiB by default), which would read as growth; keep it small so
+        that RSS shows what is live. Returns whether this is one."""
+        if not is_asan_build():
+            return False
+        opts = self.env.get("ASAN_OPTIONS")
+        self.env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + \
+            "quarantine_size_mb=8:thread_local_quarantine_size_kb=64"
+        return True
 
     def start(self, wait_http=True, extra_args=()):
         cmd = self.wrapper + [IOPSD]
@@ -577,3 +598,116 @@ class ProbeWatch:
         t0 = time.time()
         wait_until(lambda: (lambda s: s["success"] == 1 and s["last_run"] >= t0)(self.state()), timeout,
                    what=f"probe {self.probe} to recover")
+
+
+class HangFS:
+    """tests/integration/hangfs.py mounted over a backing directory of its
+    own: a filesystem whose operations block on command, like an NFS server
+    that stops answering. hang("getattr,read") blocks those calls,
+    release() lets them through."""
+
+    PYTHON = "/usr/bin/python3"  # Debian's, which has python3-fusepy
+
+    def __init__(self, name, attr_timeout=1.0):
+        if not os.path.exists("/dev/fuse") or not shutil.which("fusermount"):
+            skip("no FUSE (/dev/fuse, fusermount)")
+        if subprocess.run([self.PYTHON, "-c", "import fusepy"], stderr=subprocess.DEVNULL).returncode:
+            skip("python3-fusepy not installed")
+        self.dir = tempfile.mkdtemp(prefix=f"iopsd-{name}-", dir="/var/tmp")
+        self.backing = os.path.join(self.dir, "backing")
+        self.mountpoint = os.path.join(self.dir, "mnt")
+        self.control = os.path.join(self.dir, "control.sock")
+        os.mkdir(self.backing)
+        os.mkdir(self.mountpoint)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hangfs.py")
+        self.log = open(os.path.join(self.dir, "hangfs.log"), "wb")
+        self.proc = subprocess.Popen([self.PYTHON, script, self.backing, self.mountpoint, self.control,
+                                      "--attr-timeout", str(attr_timeout)],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_until(lambda: self._mounted() or self.proc.poll() is not None, 10, interval=0.05,
+                   what="hangfs mounted")
+        assert self.proc.poll() is None, f"hangfs exited with {self.proc.returncode}"
+
+    def _mounted(self):
+        with open("/proc/self/mountinfo") as f:
+            return any(line.split()[4] == self.mountpoint for line in f)
+
+    def command(self, line):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(self.control)
+            s.sendall((line + "\n").encode())
+            reply = s.makefile().readline().split()
+        assert reply[:1] == ["ok"], reply
+        return reply
+
+    def hang(self, ops="all"):
+        self.command(f"hang {ops}")
+
+    def release(self):
+        self.command("release")
+
+    def release_quietly(self):
+        """release(), if the filesystem's process still listens."""
+        with contextlib.suppress(Exception):
+            self.release()
+
+    def blocked(self):
+        """Calls waiting in the filesystem right now."""
+        return int(self.command("count")[1])
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                self.release()
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        run("fusermount", "-u", "-z", self.mountpoint, check=False)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class WatchdogSocket:
+    """A NOTIFY_SOCKET with a watchdog: a thread receives what the daemon
+    sends and notes when each WATCHDOG=1 arrived (monotonic). Pass env()
+    to the Daemon."""
+
+    def __init__(self, directory, watchdog_usec):
+        import threading
+        self.path = os.path.join(directory, "watchdog.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
+        self.watchdog_usec = watchdog_usec
+        self.pings = []
+        self.messages = []
+        self.running = True
+        self.thread = threading.Thread(target=self._receive, daemon=True)
+        self.thread.start()
+
+    def _receive(self):
+        while self.running:
+            try:
+                data = self.sock.recv(4096).decode()
+            except (socket.timeout, OSError):
+                continue
+            self.messages.append(data)
+            if "WATCHDOG=1" in data.split("\n"):
+                self.pings.append(time.monotonic())
+
+    def env(self):
+        return {"NOTIFY_SOCKET": self.path, "WATCHDOG_USEC": str(self.watchdog_usec)}
+
+    def longest_gap(self, t0, t1):
+        """The longest time without a WATCHDOG=1 between t0 and t1 (monotonic)."""
+        marks = [t0] + [p for p in self.pings if t0 <= p <= t1] + [t1]
+        return max(b - a for a, b in zip(marks, marks[1:]))
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        self.sock.close()

@@ -104,6 +104,21 @@ set -e
 	{ echo "FAIL: unresolvable listen address: exit $rc: $err"; exit 1; }
 out=$("$IOPSD" --check-config --config "$tmp/later.conf" --web.listen-address '127.0.0.1:9477, [::1]:9477, localhost:9478')
 echo "$out" | grep -q "listen 127.0.0.1:9477, \[::1\]:9477, localhost:9478" || { echo "FAIL: list: $out"; exit 1; }
+# the probes' files and threads against the process's limits (the unit's
+# LimitNOFILE): refused with the probe's FILE:LINE
+printf '[global]\nrw=randread\ndirectory=%s\n[a]\nnrfiles=100\n[b]\nnrfiles=100\n' "$tmp" >"$tmp/nofile.conf"
+set +e
+err=$(prlimit --nofile=256 "$IOPSD" --check-config --config "$tmp/nofile.conf" 2>&1); rc=$?
+set -e
+[ "$rc" -eq 78 ] && echo "$err" | grep -q "$tmp/nofile.conf:4: \[a\]: .* file descriptors, more than LimitNOFILE=256" ||
+	{ echo "FAIL: nrfiles beyond LimitNOFILE: exit $rc: $err"; exit 1; }
+prlimit --nofile=4096 "$IOPSD" --check-config --config "$tmp/nofile.conf" >/dev/null ||
+	{ echo "FAIL: nrfiles within LimitNOFILE refused"; exit 1; }
+# the one setting a reload cannot apply says so, in --check-config as in the log
+printf '[global]\nlisten_address=127.0.0.1:9477\n' >"$tmp/listen.conf"
+err=$("$IOPSD" --check-config --config "$tmp/listen.conf" 2>&1 >/dev/null)
+echo "$err" | grep -q "$tmp/listen.conf:2: listen_address takes effect when iopsd starts: a reload keeps" ||
+	{ echo "FAIL: no notice that listen_address needs a restart: $err"; exit 1; }
 "$IOPSD" --version | grep -q '^iopsd [0-9]'
 "$IOPSD" --help | grep -q -- '--web.listen-address'
 echo "ok: $n invalid configs rejected with FILE:LINE and exit 78; missing and unreadable ones exit 66"

@@ -137,13 +137,15 @@ def run_faults(fs, raw):
         logged = root.failures_logged()
         before = root.errors("enospc")
         os.unlink(os.path.join(mnt, ".iopsd", "root.dat"))
-        tmp = os.path.join(mnt, ".iopsd", ".root.dat.tmp")
-        t.wait_until(lambda: os.path.exists(tmp), 10, interval=0.02, what="the layout to start")
+        def layouts():
+            return [f for f in os.listdir(os.path.join(mnt, ".iopsd")) if f.startswith(".root.dat.")
+                    and f.endswith(".tmp")]
+        t.wait_until(layouts, 10, interval=0.02, what="the layout to start")
         fill(fillfile)
         t.wait_until(lambda: root.errors("enospc") > before, 15, what="ENOSPC from the layout's writes")
         t.wait_until(lambda: "laying out" in d.read_log(), 5, what="the layout failure in the log")
         assert root.state()["success"] == 0
-        assert not os.path.exists(tmp), "the partial probe file was left behind on a full filesystem"
+        assert not layouts(), "the partial probe file was left behind on a full filesystem"
         throttle.limit("write_bps", 0)
         os.unlink(fillfile)
         root.expect_recovered(timeout=15)

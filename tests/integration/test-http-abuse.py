@@ -107,10 +107,7 @@ def main():
     t.require_tool("losetup")
     raw = t.LoopDevice("reliability-http-abuse", 8)
     d = t.Daemon(CONFIG.format(raw=raw.path))
-    if d.env.get("ASAN_OPTIONS") is not None:
-        # ASan keeps freed memory in quarantine (256 MiB by default), which
-        # would read as growth: keep it small so RSS shows what is live
-        d.env["ASAN_OPTIONS"] += ":quarantine_size_mb=8:thread_local_quarantine_size_kb=64"
+    asan = d.limit_asan_quarantine()
     scraper = None
     held = []
     try:
@@ -229,7 +226,7 @@ def main():
         time.sleep(1)
         rss1 = t.proc_status(pid, "VmRSS")
         # (ASan's allocator and quarantine add their own tens of MiB)
-        bound = (64 if "ASAN_OPTIONS" in d.env else 32) * 1024
+        bound = (64 if asan else 32) * 1024
         assert rss1 - rss0 < bound, f"RSS grew from {rss0} to {rss1} kB"
         assert d.proc.poll() is None
         rc, _ = d.stop()

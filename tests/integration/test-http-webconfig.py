@@ -2,7 +2,8 @@
 """--web.config.file with curl: TLS from a certificate made at test time,
 basic auth with a bcrypt hash from htpasswd. The right password gets the
 metrics; a wrong one, none, or an unknown user get 401 with WWW-Authenticate
-and nothing else; plain HTTP to the TLS port gets no answer; a TLS version
+and nothing else, and the connection closed; the sixth failure from one
+address within 10 s gets 429 with Retry-After; plain HTTP to the TLS port gets no answer; a TLS version
 below min_version is refused; a bad web config stops the start with a
 FILE:LINE message and exit 78."""
 import importlib.util
@@ -60,15 +61,26 @@ def main():
         assert status == 200 and "devices" in json.loads(body)
         print("ok: right password over TLS: 200, configured header sent")
 
+        # each from an address of its own: an address gets 5 failures in 10 s, then 429
+        src = iter(f"127.0.0.{n}" for n in range(10, 60))
         for what, auth in [("wrong password", ["-u", "alice:wonderland"]), ("no password", []),
                            ("unknown user", ["-u", "bob:wonder land"]), ("empty password", ["-u", "alice:"])]:
             for path in ["/metrics", "/api/v1/status", "/nope", "/"]:
-                rc, status, head, body = curl(*tls, *auth, f"{base}{path}")
+                rc, status, head, body = curl(*tls, *auth, "--interface", next(src), f"{base}{path}")
                 assert status == 401, f"{what} {path}: {status}"
                 assert 'www-authenticate: basic realm="iopsd"' in head, f"{what}: {head}"
                 assert json.loads(body) == {"error": "authentication required"}, f"{what}: {body!r}"
                 assert "iopsd_" not in body and "x-content-type-options: nosniff" in head
         print("ok: wrong, missing, unknown-user credentials: 401 with WWW-Authenticate, nothing else")
+
+        statuses = [curl(*tls, "-u", "alice:guess", "--interface", "127.0.0.60", f"{base}/metrics")[1:3]
+                    for _ in range(6)]
+        assert [st for st, _ in statuses] == [401] * 5 + [429], [st for st, _ in statuses]
+        assert "retry-after:" in statuses[5][1] and "connection: close" in statuses[0][1], statuses
+        rc, status, _, _ = curl(*tls, "-u", "alice:wonder land", f"{base}/metrics")
+        assert status == 200, f"the right password from another address: {status}"
+        print("ok: a 401 closes its connection; the 6th failure from one address in 10 s gets 429 "
+              "with Retry-After, other addresses are not held up")
 
         rc, status, head, body = curl(f"http://127.0.0.1:{port}/metrics")
         assert rc != 0 and status is None and "iopsd_" not in body, (rc, status, body[:100])

@@ -24,6 +24,9 @@ static char *md0_members[] = {"nvme2n1", "nvme3n1", NULL};
 
 /* The strings are the fixture's (string literals): a sampler snapshot
  * without a topology owns none. */
+static char *mount_pool[16];
+static size_t n_mount_pool;
+
 static void topo(struct device_state *d, enum device_kind kind, char **members, char *mounts, char *model)
 {
 	d->topo.kind = kind;
@@ -32,6 +35,13 @@ static void topo(struct device_state *d, enum device_kind kind, char **members, 
 		d->topo.n_members++;
 	}
 	d->topo.mountpoints = mounts;
+	/* one mount point each, kept in a pool that lives as long as the
+	 * literals do */
+	if (mounts[0] && n_mount_pool < sizeof(mount_pool) / sizeof(mount_pool[0])) {
+		mount_pool[n_mount_pool] = mounts;
+		d->topo.mountpoint_list = &mount_pool[n_mount_pool++];
+		d->topo.n_mountpoints = 1;
+	}
 	d->topo.model = model;
 	d->topo.physical_members = "";
 	d->topo.dm_name = "";

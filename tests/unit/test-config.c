@@ -209,6 +209,25 @@ static void test_all_errors_are_collected(void **state)
 	config_errors_clear(&errs);
 }
 
+static void test_probes_never_share_a_file(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	/* [x] with nrfiles=2 writes x.0.dat and x.1.dat: [x.1]'s */
+	static const char clash[] = "[global]\ndirectory=/srv\nrw=randread\n[x]\nnrfiles=2\n[x.1]\n";
+	/* elsewhere, beyond nrfiles, or another number's spelling: no clash */
+	static const char fine[] = "[global]\nrw=randread\n[x]\ndirectory=/srv\nnrfiles=2\n"
+				   "[x.0]\ndirectory=/data\n[x.2]\ndirectory=/srv\n[x.01]\ndirectory=/srv\n";
+
+	assert_int_equal(config_load_string("n.conf", clash, &errs, &c), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	assert_int_equal(errs.items[0].line, 6);
+	assert_non_null(strstr(errs.items[0].message, "[x.1]: its probe files in /srv would be [x]'s too"));
+	config_errors_clear(&errs);
+	assert_int_equal(config_load_string("n.conf", fine, &errs, &c), 0);
+	config_free(c);
+}
+
 /* Each fixture starts with "# expect LINE: text". */
 static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state)
 {
@@ -223,7 +242,7 @@ static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state
 	assert_int_equal(config_load_builtin(&c), 0);
 	assert_int_equal(c->max_history_memory, 64ULL << 20);
 	assert_int_equal(c->max_probe_memory, 128ULL << 20);
-	assert_int_equal(c->max_history_points, 50000);
+	assert_int_equal(c->max_history_points, 12000);
 	config_free(c);
 	c = NULL;
 
@@ -296,6 +315,7 @@ int main(void)
 	    cmocka_unit_test(test_fio_environment_variables_and_keywords_expand),
 	    cmocka_unit_test(test_missing_file_is_enoent),
 	    cmocka_unit_test(test_all_errors_are_collected),
+	    cmocka_unit_test(test_probes_never_share_a_file),
 	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
 	    cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};

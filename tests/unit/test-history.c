@@ -271,7 +271,9 @@ static void test_ceiling_states_are_kept_as_shares_of_each_step(void **state)
 
 static void test_probe_points_are_kept_per_probe(void **state)
 {
-	_cleanup_config_ struct config *cfg = make_config("[global]\nhistory=10s\n");
+	_cleanup_config_ struct config *cfg =
+	    make_config("[global]\nhistory=10s\n[randread4k]\nrw=randread\ndirectory=/srv\ninterval=1s\n"
+			"[seqwrite]\nrw=write\ndirectory=/srv\n");
 	struct history *h = NULL;
 	struct history_probe_point *p = NULL;
 	size_t n;
@@ -283,16 +285,48 @@ static void test_probe_points_are_kept_per_probe(void **state)
 	}
 	assert_int_equal(history_probe_append(h, "seqwrite", T0, 0.01, 0.02, 10), 0);
 	assert_int_equal(history_probe_query(h, "randread4k", 0, &p, &n), 0);
-	assert_int_equal(n, 10); /* bounded like the device rings */
-	assert_int_equal(p[0].realtime_usec, T0 + 5 * USEC_PER_SEC);
-	assert_float_equal(p[9].p99_sec, 0.014, EPS);
-	assert_float_equal(p[9].p50_sec, 0.0002, EPS);
-	assert_float_equal(p[9].iops, 50, EPS);
+	assert_int_equal(n, 11); /* a run a second over 10 s */
+	assert_int_equal(p[0].realtime_usec, T0 + 4 * USEC_PER_SEC);
+	assert_float_equal(p[10].p99_sec, 0.014, EPS);
+	assert_float_equal(p[10].p50_sec, 0.0002, EPS);
+	assert_float_equal(p[10].iops, 50, EPS);
 	free(p);
 	assert_int_equal(history_probe_query(h, "randread4k", T0 + 13 * USEC_PER_SEC, &p, &n), 0);
 	assert_int_equal(n, 2);
 	free(p);
 	assert_int_equal(history_probe_query(h, "nope", 0, &p, &n), -ENOENT);
+	history_free(h);
+}
+
+static void test_probe_rings_are_sized_by_interval_within_the_memory_limit(void **state)
+{
+	/* a week at 1 s was 604,800 points (14.5 MB) per probe, outside the
+	 * limit: five probes took 72.6 MB beside max_history_memory=64m */
+	_cleanup_config_ struct config *week = make_config(
+	    "[global]\nhistory=7d\nprobe_interval=1s\nmax_history_memory=64m\ndirectory=/srv\nrw=randread\n"
+	    "[p0]\n[p1]\n[p2]\n[p3]\n[p4]\n");
+	_cleanup_config_ struct config *slow = make_config("[global]\nhistory=1h\nprobe_interval=1m\n");
+	static const char *const names[] = {"p0", "p1", "p2", "p3", "p4"};
+	struct history *h = NULL;
+	struct history_probe_point *p = NULL;
+	size_t n;
+
+	assert_int_equal(history_new(week, &h), 0);
+	for (size_t i = 0; i < 5; i++) {
+		assert_int_equal(history_probe_append(h, names[i], T0, 0.001, 0.002, 10), 0);
+	}
+	assert_true(history_memory_bytes(h) <= week->max_history_memory);
+	history_free(h);
+
+	/* a probe every minute keeps 61 points of an hour, not 3,600 */
+	assert_int_equal(history_new(slow, &h), 0);
+	for (unsigned i = 0; i < 100; i++) {
+		assert_int_equal(history_probe_append(h, "a", T0 + i * 60 * USEC_PER_SEC, 0.001, 0.002, 10),
+				 0);
+	}
+	assert_int_equal(history_probe_query(h, "a", 0, &p, &n), 0);
+	assert_int_equal(n, 61);
+	free(p);
 	history_free(h);
 }
 
@@ -315,6 +349,30 @@ static void test_reload_keeps_history_unless_its_size_changes(void **state)
 	assert_int_equal(history_set_config(h, c), 0);
 	assert_int_equal(history_slots(h), 120);
 	assert_int_equal(history_query(h, "sda", 0, 0, &p, &n), -ENOENT);
+	history_free(h);
+}
+
+static void test_failed_resize_keeps_the_old_history(void **state)
+{
+	_cleanup_config_ struct config *a = make_config("[global]\nhistory=1m\n");
+	_cleanup_config_ struct config *huge = make_config("[global]\nhistory=1m\n");
+	static const char *const names[] = {"sda"};
+	struct history *h = NULL;
+	struct history_point *p = NULL;
+	size_t n;
+
+	/* more slots than can be allocated: the new store cannot be had */
+	huge->history_usec = UINT64_MAX / 2;
+	huge->sample_interval_usec = 1;
+	assert_int_equal(history_new(a, &h), 0);
+	append(h, T0, names, 1, 1, true);
+	assert_int_equal(history_set_config(h, huge), -ENOMEM);
+	/* the old history is whole and still takes samples */
+	assert_int_equal(history_slots(h), 60);
+	append(h, T0 + USEC_PER_SEC, names, 1, 2, true);
+	assert_int_equal(history_query(h, "sda", 0, 0, &p, &n), 0);
+	assert_int_equal(n, 2);
+	free(p);
 	history_free(h);
 }
 
@@ -379,7 +437,9 @@ int main(void)
 	    cmocka_unit_test(test_step_averages_points_into_buckets),
 	    cmocka_unit_test(test_ceiling_states_are_kept_as_shares_of_each_step),
 	    cmocka_unit_test(test_probe_points_are_kept_per_probe),
+	    cmocka_unit_test(test_probe_rings_are_sized_by_interval_within_the_memory_limit),
 	    cmocka_unit_test(test_reload_keeps_history_unless_its_size_changes),
+	    cmocka_unit_test(test_failed_resize_keeps_the_old_history),
 	    cmocka_unit_test(test_queries_run_concurrently_with_appends),
 	};
 

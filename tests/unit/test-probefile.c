@@ -291,6 +291,28 @@ static void test_symlinked_state_directory_is_refused(void **state)
 	assert_int_equal(n, 0);
 }
 
+static void test_symlink_in_the_directory_path_is_refused(void **state)
+{
+	_cleanup_free_ char *real = sub("real-target"), *link = NULL, *via = NULL, *made = NULL;
+	char msg[256] = "";
+	dev_t dev;
+
+	assert_true(asprintf(&link, "%s/link", scratch) > 0);
+	assert_int_equal(symlink(real, link), 0);
+	assert_true(asprintf(&via, "%s/link/", scratch) > 0);
+	assert_int_equal(probefile_open_directory(via, 0, &dev, msg, sizeof(msg)), -ELOOP);
+	assert_non_null(strstr(msg, "has a symlink in its path"));
+	assert_true(asprintf(&made, "%s/.iopsd", real) > 0);
+	assert_int_equal(access(made, F_OK), -1);
+	/* the real path is fine */
+	{
+		int dfd = probefile_open_directory(real, 0, &dev, msg, sizeof(msg));
+
+		assert_true(dfd >= 0);
+		close(dfd);
+	}
+}
+
 static void test_state_directory_writable_by_others_is_refused(void **state)
 {
 	_cleanup_free_ char *dir = sub("open"), *sd = NULL;
@@ -340,6 +362,36 @@ static void test_files_next_to_the_probe_file_are_untouched(void **state)
 	close(pf.fd);
 	assert_file_equals(a, "user data\n");
 	assert_file_equals(b, "another probe's file\n");
+}
+
+static void test_layouts_have_their_own_temporary_names(void **state)
+{
+	_cleanup_free_ char *dir = sub("temporaries"), *state_dir = NULL, *mine = NULL, *stale = NULL,
+			    *legacy = NULL, *user = NULL, *other = NULL;
+	struct probefile pf = {0};
+	char msg[256] = "";
+
+	assert_true(asprintf(&state_dir, "%s/.iopsd", dir) > 0);
+	assert_int_equal(mkdir(state_dir, 0700), 0);
+	/* a run of this process still writing its own, a crashed process's,
+	 * an old version's, a user's file and another probe's */
+	assert_true(asprintf(&mine, "%s/.p.dat.%ld.999.tmp", state_dir, (long)getpid()) > 0);
+	assert_true(asprintf(&stale, "%s/.p.dat.1.7.tmp", state_dir) > 0);
+	assert_true(asprintf(&legacy, "%s/.p.dat.tmp", state_dir) > 0);
+	assert_true(asprintf(&user, "%s/.p.dat.notes.tmp", state_dir) > 0);
+	assert_true(asprintf(&other, "%s/.p.0.dat.1.7.tmp", state_dir) > 0);
+	write_file(mine, "in progress\n");
+	write_file(stale, "left behind\n");
+	write_file(legacy, "left behind\n");
+	write_file(user, "user data\n");
+	write_file(other, "another probe's\n");
+	assert_int_equal(open_or_skip(dir, "p", MIB, true, msg, sizeof(msg), &pf), 0);
+	close(pf.fd);
+	assert_file_equals(mine, "in progress\n");
+	assert_int_equal(access(stale, F_OK), -1);
+	assert_int_equal(access(legacy, F_OK), -1);
+	assert_file_equals(user, "user data\n");
+	assert_file_equals(other, "another probe's\n");
 }
 
 static void test_missing_directory_gives_a_clear_error(void **state)
@@ -616,9 +668,11 @@ int main(void)
 	    cmocka_unit_test(test_layout_writes_every_block_before_use),
 	    cmocka_unit_test(test_truncated_probe_file_is_laid_out_again),
 	    cmocka_unit_test(test_symlinked_state_directory_is_refused),
+	    cmocka_unit_test(test_symlink_in_the_directory_path_is_refused),
 	    cmocka_unit_test(test_state_directory_writable_by_others_is_refused),
 	    cmocka_unit_test(test_symlinked_probe_file_is_refused),
 	    cmocka_unit_test(test_files_next_to_the_probe_file_are_untouched),
+	    cmocka_unit_test(test_layouts_have_their_own_temporary_names),
 	    cmocka_unit_test(test_missing_directory_gives_a_clear_error),
 	    cmocka_unit_test(test_number_ios_run_counts_every_op),
 	    cmocka_unit_test(test_fsync_every_n_writes_and_at_the_end),

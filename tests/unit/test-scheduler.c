@@ -120,9 +120,9 @@ static void make_fixture(void)
 	write_text(path, "4096\n");
 }
 
-/* The probes' devices, from one sample of the fixture, as the daemon
- * resolves them before it starts the scheduler: by st_dev, with no mount
- * in mountinfo. */
+/* The probes' devices, from one sample of the fixture, with no mount in
+ * mountinfo: the main loop's placement finds none, the stat() a probe's
+ * thread makes before its first run finds st_dev. */
 static void resolve_devices(struct harness *h)
 {
 	struct sampler *sampler = NULL;
@@ -133,6 +133,10 @@ static void resolve_devices(struct harness *h)
 	assert_int_equal(sampler_new(fixture_proc, fixture_sys, h->cfg, &sampler), 0);
 	assert_int_equal(sampler_sample(sampler, &snap), 0);
 	identities_place(&h->ids, sampler_last_sample(sampler)->topology);
+	for (size_t i = 0; i < h->cfg->n_probes; i++) {
+		/* what a probe's thread does before its first run */
+		targets_resolve_identity(h->ids.ids[i]);
+	}
 	for (size_t i = 0; i < h->cfg->n_probes; i++) {
 		struct probe_identity *id = probe_identity_ref(h->ids.ids[i]);
 		char device[DISKSTATS_NAME_MAX] = "";

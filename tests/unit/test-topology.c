@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,17 +18,15 @@
 #include "macro.h"
 #include "topology.h"
 
-static struct topology *build(const char *tree)
+static struct topology *build_at(const char *proc, const char *sys)
 {
-	char proc[1024], sys[1024], path[1100];
+	char path[1100];
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ struct diskstats_raw *a = NULL;
 	struct topology *t = NULL;
 	size_t cap = 0;
 	int n;
 
-	snprintf(proc, sizeof(proc), "%s/sampler/%s/proc", FIXTURES_DIR, tree);
-	snprintf(sys, sizeof(sys), "%s/sampler/%s/sys", FIXTURES_DIR, tree);
 	snprintf(path, sizeof(path), "%s/diskstats", proc);
 	assert_true(read_virtual_file(path, 1 << 20, &buf) > 0);
 	n = diskstats_parse_into(buf, &a, &cap, NULL);
@@ -35,6 +34,15 @@ static struct topology *build(const char *tree)
 	assert_int_equal(topology_build(proc, sys, a, (size_t)n, &t), 0);
 	assert_int_equal(t->n_devices, (size_t)n);
 	return t;
+}
+
+static struct topology *build(const char *tree)
+{
+	char proc[1024], sys[1024];
+
+	snprintf(proc, sizeof(proc), "%s/sampler/%s/proc", FIXTURES_DIR, tree);
+	snprintf(sys, sizeof(sys), "%s/sampler/%s/sys", FIXTURES_DIR, tree);
+	return build_at(proc, sys);
 }
 
 static const struct topology_device *get(const struct topology *t, const char *name)
@@ -181,6 +189,45 @@ static void test_mount_points_are_attributed_by_devnum(void **state)
 	topology_unref(t);
 }
 
+/* mountinfo's source names a device only for btrfs (a user's FUSE mount
+ * with fsname=/dev/xvdf does not get xvdf's labels); a "," inside a mount
+ * point stays inside one entry; at most DEVICE_MAX_MOUNTPOINTS per device. */
+static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **state)
+{
+	char dir[] = "/tmp/iopsd-topology-XXXXXX", cmd[512], proc[600], sys[600], path[700];
+	const struct topology_device *d;
+	struct topology *t;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/sampler/ec2-md-raid0/proc' '%s/sampler/ec2-md-raid0/sys' '%s'",
+		 FIXTURES_DIR, FIXTURES_DIR, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", dir);
+	f = fopen(path, "ae");
+	assert_non_null(f);
+	fputs("60 22 0:60 / /home/u/fuse rw - fuse.sshfs /dev/xvdf rw\n", f);
+	fputs("61 22 0:61 / /btr rw - btrfs /dev/xvdg rw\n", f);
+	fputs("62 22 202:1 / /mnt/a,b rw - ext4 /dev/xvda1 rw\n", f);
+	for (int i = 0; i < 30; i++) {
+		fprintf(f, "%d 22 202:1 / /bind/%d rw - ext4 /dev/xvda1 rw\n", 70 + i, i);
+	}
+	fclose(f);
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	t = build_at(proc, sys);
+	assert_string_equal(get(t, "xvdf")->topo.mountpoints, "");
+	assert_int_equal(get(t, "xvdf")->topo.n_mountpoints, 0);
+	assert_string_equal(get(t, "xvdg")->topo.mountpoints, "/btr");
+	d = get(t, "xvda1");
+	assert_int_equal(d->topo.n_mountpoints, DEVICE_MAX_MOUNTPOINTS);
+	assert_string_equal(d->topo.mountpoint_list[0], "/");
+	assert_string_equal(d->topo.mountpoint_list[1], "/mnt/a,b");
+	topology_unref(t);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* A path's mount -> the device -> through the partition or the md/dm layer
  * down to the physical members. */
 static void test_path_maps_through_partition_and_raid_to_members(void **state)
@@ -275,6 +322,7 @@ int main(void)
 	    cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
 	    cmocka_unit_test(test_attributes_come_from_sysfs),
 	    cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
+	    cmocka_unit_test(test_mount_points_trust_no_source_but_btrfs_and_are_capped),
 	    cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
 	    cmocka_unit_test(test_overmount_hides_the_earlier_mount),
 	    cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),

@@ -54,7 +54,7 @@ static void test_empty_file_means_no_tls_and_no_auth(void **state)
 	assert_false(web_config_requires_auth(wc));
 	assert_null(web_config_tls_priorities(wc));
 	/* without users, everyone is let in */
-	assert_true(web_config_check_basic_auth(wc, "anyone", "anything"));
+	assert_int_equal(web_config_check_basic_auth(wc, NULL, "anyone", "anything"), WEB_AUTH_OK);
 	web_config_free(wc);
 }
 
@@ -62,10 +62,10 @@ static void test_right_password_passes_and_is_remembered(void **state)
 {
 	struct web_config *wc = load("good.yml");
 
-	assert_true(web_config_check_basic_auth(wc, "alice", "correct horse"));
+	assert_int_equal(web_config_check_basic_auth(wc, NULL, "alice", "correct horse"), WEB_AUTH_OK);
 	/* the second time comes from the cache: still only the right one */
-	assert_true(web_config_check_basic_auth(wc, "alice", "correct horse"));
-	assert_true(web_config_check_basic_auth(wc, "bob", "s3cr3t:with:colons"));
+	assert_int_equal(web_config_check_basic_auth(wc, NULL, "alice", "correct horse"), WEB_AUTH_OK);
+	assert_int_equal(web_config_check_basic_auth(wc, NULL, "bob", "s3cr3t:with:colons"), WEB_AUTH_OK);
 	web_config_free(wc);
 }
 
@@ -73,13 +73,48 @@ static void test_wrong_password_unknown_user_and_swapped_users_fail(void **state
 {
 	struct web_config *wc = load("good.yml");
 
-	assert_true(web_config_check_basic_auth(wc, "alice", "correct horse"));
-	assert_false(web_config_check_basic_auth(wc, "alice", "correct horsE"));
-	assert_false(web_config_check_basic_auth(wc, "alice", ""));
-	assert_false(web_config_check_basic_auth(wc, "alice", "correct horse "));
-	assert_false(web_config_check_basic_auth(wc, "bob", "correct horse"));
-	assert_false(web_config_check_basic_auth(wc, "mallory", "correct horse"));
-	assert_false(web_config_check_basic_auth(wc, "", ""));
+	assert_int_equal(web_config_check_basic_auth(wc, NULL, "alice", "correct horse"), WEB_AUTH_OK);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.1", "alice", "correct horsE"),
+			 WEB_AUTH_DENIED);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.2", "alice", ""), WEB_AUTH_DENIED);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.3", "alice", "correct horse "),
+			 WEB_AUTH_DENIED);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.4", "bob", "correct horse"),
+			 WEB_AUTH_DENIED);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.5", "mallory", "correct horse"),
+			 WEB_AUTH_DENIED);
+	assert_int_equal(web_config_check_basic_auth(wc, "198.51.100.6", "", ""), WEB_AUTH_DENIED);
+	web_config_free(wc);
+}
+
+static void test_failed_logins_are_limited_per_address(void **state)
+{
+	struct web_config *wc = load("good.yml");
+
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(web_config_check_basic_auth(wc, "192.0.2.1", "alice", "guess"),
+				 WEB_AUTH_DENIED);
+	}
+	/* the sixth in the window is refused without a check, even the right one */
+	assert_int_equal(web_config_check_basic_auth(wc, "192.0.2.1", "alice", "guess"), WEB_AUTH_LIMITED);
+	assert_int_equal(web_config_check_basic_auth(wc, "192.0.2.1", "alice", "correct horse"),
+			 WEB_AUTH_LIMITED);
+	/* another address is not held up */
+	assert_int_equal(web_config_check_basic_auth(wc, "192.0.2.2", "alice", "correct horse"), WEB_AUTH_OK);
+	/* a login already verified comes from the cache, whoever failed */
+	assert_int_equal(web_config_check_basic_auth(wc, "192.0.2.1", "alice", "correct horse"), WEB_AUTH_OK);
+	web_config_free(wc);
+}
+
+static void test_tls_defaults_to_1_2_and_1_3(void **state)
+{
+	static const char text[] = "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n";
+	struct web_config *wc = NULL;
+	char err[512];
+
+	assert_int_equal(web_config_parse(text, strlen(text), "inline", WEB_FIXTURES, &wc, err, sizeof(err)),
+			 0);
+	assert_string_equal(web_config_tls_priorities(wc), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2");
 	web_config_free(wc);
 }
 
@@ -100,6 +135,7 @@ static void test_bad_files_fail_with_file_and_line(void **state)
 	    {"bad-duplicate-user.yml", "3: duplicate key 'alice' in basic_auth_users"},
 	    {"bad-tls-version.yml", "1: tls_server_config: min_version is above max_version"},
 	    {"bad-not-a-map.yml", "1: the web config must be a mapping"},
+	    {"bad-cost.yml", "2: basic_auth_users: the bcrypt cost of 'alice' is 13, above 12"},
 	    {"does-not-exist.yml", " cannot read the web config: No such file or directory"},
 	};
 
@@ -142,6 +178,8 @@ int main(void)
 	    cmocka_unit_test(test_empty_file_means_no_tls_and_no_auth),
 	    cmocka_unit_test(test_right_password_passes_and_is_remembered),
 	    cmocka_unit_test(test_wrong_password_unknown_user_and_swapped_users_fail),
+	    cmocka_unit_test(test_failed_logins_are_limited_per_address),
+	    cmocka_unit_test(test_tls_defaults_to_1_2_and_1_3),
 	    cmocka_unit_test(test_bad_files_fail_with_file_and_line),
 	    cmocka_unit_test(test_inline_cert_and_key_and_relative_paths),
 	};

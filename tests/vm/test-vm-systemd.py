@@ -401,7 +401,7 @@ def step_stop(g):
     g.write_config(BASE_CONFIG + "\n[writer]\nrw=randwrite\nbs=4k\nsize=96m\ndirectory=/srv/probe\n"
                    "rate_iops=20\nruntime=1s\ninterval=5s\n")
     vm.run("rm -f /srv/probe/.iopsd/*.dat && systemctl restart iopsd")
-    vm.wait_until("ls -A /srv/probe/.iopsd | grep -q '^.writer.dat.tmp$'", timeout=60,
+    vm.wait_until("ls -A /srv/probe/.iopsd | grep -q '^\\.writer\\.dat\\..*\\.tmp$'", timeout=60,
                   what="the layout of writer.dat")
     timeout = g.show("iopsd.service", "TimeoutStopUSec")["TimeoutStopUSec"]
     t = time.monotonic()
@@ -416,7 +416,8 @@ def step_stop(g):
           sock == {"ActiveState": "active", "Result": "success"}, sock)
     files = vm.sh("ls -A /srv/probe/.iopsd")
     sizes = vm.sh("stat -c '%n %s' /srv/probe/.iopsd/* 2>/dev/null || true")
-    check("... and leaves no half-written probe file", ".writer.dat.tmp" not in files
+    check("... and leaves no half-written probe file",
+          not [f for f in files.split() if f.startswith(".writer.dat.") and f.endswith(".tmp")]
           and all(int(s.split()[1]) == 96 << 20 for s in sizes.splitlines() if "writer.dat" in s), sizes)
     g.write_config(BASE_CONFIG)
     vm.run("systemctl start iopsd.service")

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A probe directory on a filesystem that stops answering (a FUSE
+passthrough, tests/integration/hangfs.py, whose calls block on command,
+like an NFS server gone away). The case that stopped the daemon: the
+target resolved at start, then its attributes expire from the kernel's
+cache (FUSE's attr_timeout, 1 s) and every stat() of the path waits for the
+server. While the filesystem hangs:
+  - device samples keep coming every second;
+  - /metrics answers within 1 s;
+  - the watchdog (WATCHDOG_USEC, NOTIFY_SOCKET read by the test) is fed;
+  - the hung probe alone reports a timeout (within the prepare budget, for
+    a run that hangs opening its file): a probe on another filesystem keeps
+    running and succeeding.
+When the filesystem answers again the hung probe recovers by itself."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+CONFIG = """[global]
+sample_interval=1s
+state_directory=@TMP@
+bs=4k
+size=1m
+runtime=100ms
+interval=1s
+rate_iops=200
+
+[hung]
+rw=randread
+directory={fuse}/p
+
+[healthy]
+rw=randread
+directory={ext4}
+"""
+
+# a run that hangs opening its file times out after the prepare budget
+# (30 s and a second per MiB): the checks go on until then
+HANG_SECONDS = 45
+WATCHDOG_USEC = 3_000_000  # fed every 1.5 s
+
+
+def sample_age(d):
+    m = d.metrics()
+    ts = t.metric_value(m, "iopsd_sample_timestamp_seconds")
+    return time.time() - ts if ts else None
+
+
+def check_while_hung(d, wd, fs, hung, healthy):
+    t0 = time.monotonic()
+    healthy_before = healthy.state()
+    timeouts_before = hung.errors("timeout")
+    fs.hang("all")
+    worst_metrics, worst_age = 0.0, 0.0
+    while time.monotonic() - t0 < HANG_SECONDS and hung.errors("timeout") <= timeouts_before:
+        time.sleep(1)
+        s = time.monotonic()
+        status, _, _ = d.get("/metrics", timeout=5)
+        took = time.monotonic() - s
+        assert status == 200, status
+        age = sample_age(d)
+        worst_metrics, worst_age = max(worst_metrics, took), max(worst_age, age)
+        print(f"  hung {time.monotonic() - t0:4.1f}s: /metrics {took * 1000:.0f} ms, "
+              f"sample {age:.2f} s old, {fs.blocked()} call(s) blocked in the filesystem")
+    gap = wd.longest_gap(t0, time.monotonic())
+    print(f"  longest watchdog gap {gap:.2f} s; slowest /metrics {worst_metrics * 1000:.0f} ms; "
+          f"oldest sample {worst_age:.2f} s")
+    assert fs.blocked() > 0, "nothing blocked in the filesystem: the test hung nothing"
+    assert worst_metrics < 1.0, f"/metrics took {worst_metrics:.2f} s while a filesystem hung"
+    assert worst_age < 2.5, f"device samples stopped while a filesystem hung ({worst_age:.1f} s old)"
+    assert gap < WATCHDOG_USEC / 1e6, f"the watchdog went {gap:.1f} s without WATCHDOG=1"
+    st = hung.state()
+    assert hung.errors("timeout") > timeouts_before, f"the hung probe reports no timeout: {st}"
+    assert st["success"] == 0, st
+    hs = healthy.state()
+    assert hs["success"] == 1 and hs["last_run"] > healthy_before["last_run"], \
+        f"the probe on another filesystem stopped: {hs}"
+    assert sum(hs["errors"].values()) == sum(healthy_before["errors"].values()), \
+        f"the probe on another filesystem reports errors: {hs}"
+
+
+def main():
+    t.require_root()
+    t.require_tool("losetup", "mkfs.ext4", "mount")
+    fs = t.HangFS("reliability-hungfs")
+    ext4 = None
+    d = None
+    wd = None
+    try:
+        ext4 = t.Ext4Mount("reliability-hungfs-ok", 32, in_memory=True)
+        os.mkdir(os.path.join(fs.backing, "p"))
+        d = t.Daemon(CONFIG.format(fuse=fs.mountpoint, ext4=ext4.mountpoint))
+        wd = t.WatchdogSocket(d.tmp, WATCHDOG_USEC)
+        d.env.update(wd.env())
+        d.start()
+        hung, healthy = t.ProbeWatch(d, "hung"), t.ProbeWatch(d, "healthy")
+        t.wait_until(lambda: hung.state()["success"] == 1 and healthy.state()["success"] == 1, 20,
+                     what="both probes succeeding")
+        print("attribute cache expiry: the target resolved, then the filesystem hangs")
+        check_while_hung(d, wd, fs, hung, healthy)
+        fs.release()
+        hung.expect_recovered(timeout=20)
+        print("  recovered after the filesystem answered again")
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+    finally:
+        # a process with I/O in a hung FUSE filesystem cannot exit, even
+        # with SIGKILL: let the filesystem answer before stopping iopsd
+        fs.release_quietly()
+        if d:
+            d.cleanup()
+        if wd:
+            wd.close()
+        fs.cleanup()
+        if ext4:
+            ext4.cleanup()
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
