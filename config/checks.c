@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "units.h"
 
 /* Checks across the whole file, after every section is known. */
@@ -85,6 +87,46 @@ static void check_interval(struct parser *p, const struct probe_config *pc)
 		     format_duration(b, sizeof(b), pc->interval_usec));
 }
 
+struct device_declared device_config_declared(const struct device_config *dc)
+{
+	return (struct device_declared){
+	    .iops_limit = dc->iops_limit,
+	    .throughput_limit = dc->throughput_limit,
+	    .burst_iops = dc->burst_iops,
+	    .burst_credits = dc->burst_credits,
+	    .credit_rate = dc->credit_rate,
+	    .provider = dc->provider,
+	};
+}
+
+/* An explicit limit in a section with a volume_type= replaces the preset's
+ * figure: a notice says so (--check-config prints the figures for the
+ * volume's size). */
+static void note_overrides(struct parser *p, const struct device_config *dc)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} keys[] = {
+	    {"iops_limit", offsetof(struct device_config, iops_limit)},
+	    {"throughput_limit", offsetof(struct device_config, throughput_limit)},
+	    {"iops_unit", offsetof(struct device_config, provider.iops_unit)},
+	    {"burst_iops", offsetof(struct device_config, burst_iops)},
+	};
+	const char *type = volume_type_to_string((enum volume_type)dc->provider.volume_type);
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)dc + keys[i].offset, sizeof(v));
+		if (v) {
+			(void)config_add_notice(p->cfg, dc->line,
+						"[device %s]: %s= overrides the figure volume_type=%s gives",
+						dc->name, keys[i].key, type);
+		}
+	}
+}
+
 /* Two probes in one directory must never share a file: [x] with nrfiles=2
  * writes x.0.dat and x.1.dat, which is [x.0]'s. */
 static void check_probe_files(struct parser *p)
@@ -110,6 +152,36 @@ static void check_probe_files(struct parser *p)
 			}
 		}
 	}
+}
+
+/* The preset's inputs need a volume_type=, and a type takes only its own:
+ * derived for a placeholder size (the real one is known where the device
+ * is), which is enough to refuse the keys that never go together. */
+static void check_provider(struct parser *p, const struct device_config *dc)
+{
+	const struct device_provider *pv = &dc->provider;
+	struct device_declared d = device_config_declared(dc);
+	char notices[DEVICE_LIMITS_NOTICES_MAX][DEVICE_LIMITS_NOTICE_LEN];
+	struct device_limits l;
+	size_t n;
+	const char *why = NULL;
+
+	if (pv->volume_type < 0) {
+		if (pv->iops || pv->throughput || pv->iops_per_gb) {
+			parser_error(
+			    p, dc->line,
+			    "[device %s]: iops=, throughput= and iops_per_gb= are what a volume_type= was "
+			    "provisioned with: give volume_type=, or iops_limit=/throughput_limit=",
+			    dc->name);
+		}
+		return;
+	}
+	if (device_limits_resolve(&d, 1ULL << 40, &l, notices, &n, &why) < 0) {
+		parser_error(p, dc->line, "[device %s]: volume_type=%s: %s", dc->name,
+			     volume_type_to_string((enum volume_type)pv->volume_type), why);
+		return;
+	}
+	note_overrides(p, dc);
 }
 
 void config_checks_run(struct parser *p)
@@ -144,6 +216,7 @@ void config_checks_run(struct parser *p)
 			    "all three or none",
 			    dc->name);
 		}
+		check_provider(p, dc);
 		if (dc->ceiling_threshold == 0.0) {
 			dc->ceiling_threshold = c->ceiling_threshold;
 		}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device_limits.h"
 #include "macro.h"
 
 #define CONFIG_DEFAULT_PATH	       "/etc/iopsd/iopsd.conf"
@@ -196,13 +197,17 @@ struct instance_config {
 struct device_config {
 	char *name; /* device name ("nvme1n1") or mount point ("/data") */
 	unsigned line;
-	uint64_t iops_limit;	   /* 0 = not declared */
-	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
-	uint64_t burst_iops;	   /* gp2-style bucket: burst rate, 0 = no model */
-	uint64_t burst_credits;	   /* bucket size in I/O credits */
-	double credit_rate;	   /* credits earned per second (the baseline IOPS) */
-	double ceiling_threshold;  /* ratio counted as "at the limit" */
+	uint64_t iops_limit;		 /* 0 = not declared */
+	uint64_t throughput_limit;	 /* bytes/s, 0 = not declared */
+	uint64_t burst_iops;		 /* gp2-style bucket: burst rate, 0 = no model */
+	uint64_t burst_credits;		 /* bucket size in I/O credits */
+	double credit_rate;		 /* credits earned per second (the baseline IOPS) */
+	double ceiling_threshold;	 /* ratio counted as "at the limit" */
+	struct device_provider provider; /* volume_type= and the cloud keys (device_limits.h) */
 };
+
+/* The section's declared keys as device_limits_resolve() takes them. */
+struct device_declared device_config_declared(const struct device_config *dc);
 
 struct config_error {
 	char *file;

@@ -304,7 +304,8 @@ static void begin_device(struct parser *p, const char *name, unsigned line)
 		parser_error(p, line, "too many [device] sections: at most %d", CONFIG_MAX_DEVICES);
 		return;
 	}
-	c->devices[c->n_devices++] = (struct device_config){.name = strdup(dev), .line = line};
+	c->devices[c->n_devices++] =
+	    (struct device_config){.name = strdup(dev), .line = line, .provider = {.volume_type = -1}};
 	p->kind = SECTION_DEVICE;
 }
 

@@ -339,6 +339,44 @@ static bool set_listen_address(struct parser *p, struct config *c, const char *k
 	return valid_listen_address(p, key, value) && set_string(&c->listen_address, value) == 0;
 }
 
+/* volume_type= (gp2 ... standard) and throughput= (the EBS CSI driver's
+ * MiB/s when bare, else a size per second). */
+static bool set_provider_special(struct parser *p, const struct config_key *k, void *base, const char *value)
+{
+	struct device_provider *pv = &((struct device_config *)base)->provider;
+	uint64_t v;
+	int r;
+
+	if (k->special == CONFIG_SPECIAL_VOLUME_TYPE) {
+		r = volume_type_from_string(value);
+		if (r < 0) {
+			parser_error(
+			    p, p->line,
+			    "invalid value '%s' for volume_type: expected gp2, gp3, io1, io2, st1, sc1 or "
+			    "standard",
+			    value);
+			return false;
+		}
+		pv->volume_type = r;
+		return true;
+	}
+	r = parse_size(value, &v);
+	if (r == 0 && strspn(value, "0123456789") == strlen(value)) {
+		r = v <= (1ULL << 30) ? 0 : -ERANGE;
+		v *= 1024 * 1024;
+	}
+	if (r < 0 || v == 0) {
+		parser_error(
+		    p, p->line,
+		    "invalid value '%s' for throughput: expected MiB/s (125, as the EBS CSI driver's "
+		    "StorageClass) or a size per second (125m)",
+		    value);
+		return false;
+	}
+	pv->throughput = v;
+	return true;
+}
+
 static bool set_other_special(struct parser *p, const struct config_key *k, void *base, const char *key,
 			      const char *value)
 {
@@ -382,6 +420,9 @@ static bool set_other_special(struct parser *p, const struct config_key *k, void
 		}
 		((struct device_config *)base)->credit_rate = d;
 		return true;
+	case CONFIG_SPECIAL_VOLUME_TYPE:
+	case CONFIG_SPECIAL_PROVISIONED_THROUGHPUT:
+		return set_provider_special(p, k, base, value);
 	default:
 		return false;
 	}

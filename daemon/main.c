@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sysexits.h>
 
+#include "check_limits.h"
 #include "cli.h"
 #include "config.h"
 #include "daemon.h"
@@ -69,8 +70,9 @@ int main(int argc, char **argv)
 		config_summary(cfg, summary, sizeof(summary));
 		daemon_check_engines(cfg, engines, sizeof(engines));
 		printf("%s; %s\n", summary, engines);
+		r = daemon_check_device_limits(cfg, args.sysfs, stdout);
 		config_free(cfg);
-		return EXIT_SUCCESS;
+		return r < 0 ? EX_CONFIG : EXIT_SUCCESS;
 	}
 
 	if (args.once) {

@@ -143,15 +143,25 @@ static json_t *pressure_json(const struct sampler_snapshot *ss)
 			 "stalled_seconds_total", seconds(ss->pressure.full_total_usec));
 }
 
+/* The machine as SMBIOS names it (EC2: vendor "Amazon EC2", type the
+ * instance type), null without DMI. */
+static json_t *machine_json(const struct sampler_snapshot *ss)
+{
+	if (!ss || (!ss->dmi.vendor[0] && !ss->dmi.product[0])) {
+		return json_null();
+	}
+	return json_pack("{s:o,s:o}", "vendor", str(ss->dmi.vendor), "type", str(ss->dmi.product));
+}
+
 json_t *render_json_status(const struct snapshot *s, bool is_healthy, const char *health_reason)
 {
 	const struct sampler_snapshot *ss = s->samples;
 
-	return json_pack("{s:s,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "version",
-			 IOPSD_VERSION, "hostname", str(s->hostname), "healthy", is_healthy, "health_reason",
-			 health_reason ? health_reason : "", "time", seconds(s->realtime_usec), "start_time",
-			 seconds(s->start_realtime_usec), "uptime_seconds",
-			 seconds(s->realtime_usec - s->start_realtime_usec), "generation",
+	return json_pack("{s:s,s:o,s:o,s:b,s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "version",
+			 IOPSD_VERSION, "hostname", str(s->hostname), "instance", machine_json(ss), "healthy",
+			 is_healthy, "health_reason", health_reason ? health_reason : "", "time",
+			 seconds(s->realtime_usec), "start_time", seconds(s->start_realtime_usec),
+			 "uptime_seconds", seconds(s->realtime_usec - s->start_realtime_usec), "generation",
 			 (json_int_t)s->generation, "sample_interval_seconds",
 			 seconds(s->sample_interval_usec), "history_seconds", seconds(s->history_usec),
 			 "last_sample_time", ss ? seconds(ss->realtime_usec) : json_null(), "devices",
@@ -272,12 +282,48 @@ static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack(
-	    "{s:b,s:o,s:b,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled, "held_by",
-	    members_json(&d->topo, d->ceiling.held_by_mask, false), "saturated", c->is_saturated,
-	    "iops_estimate", num_or_null(c->iops_ceiling_estimate), "throughput_estimate_bytes_per_second",
-	    num_or_null(c->throughput_ceiling_estimate), "burst_balance_ratio",
-	    c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst", learned_burst_json(c));
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled,
+			 "held_by", members_json(&d->topo, d->ceiling.held_by_mask, false), "saturated",
+			 c->is_saturated, "resource", c->resource ? str(c->resource) : json_null(),
+			 "iops_estimate", num_or_null(c->iops_ceiling_estimate), "read_iops_estimate",
+			 num_or_null(c->read_iops_estimate), "write_iops_estimate",
+			 num_or_null(c->write_iops_estimate), "throughput_estimate_bytes_per_second",
+			 num_or_null(c->throughput_ceiling_estimate), "average_io_bytes",
+			 c->resource ? num_or_null(c->average_io_bytes) : json_null(), "burst_balance_ratio",
+			 c->has_burst_model ? num(c->burst_balance_ratio) : json_null(), "burst",
+			 learned_burst_json(c));
+}
+
+/* The figures of a provider's own counting, where they are declared: the
+ * I/O unit, the read and write IOPS limits with their ratios and seconds at
+ * them, and the I/Os weighted by size in units among the rates. */
+static int add_provider_json(const struct device_state *d, json_t *dev)
+{
+	const struct device_ceiling *c = &d->ceiling;
+	json_t *limits = json_object_get(dev, "limits"), *rates = json_object_get(dev, "rates");
+	json_t *at = limits ? json_object_get(limits, "at_ceiling_seconds") : NULL;
+	int r = 0;
+
+	if (!limits || !at) {
+		return -ENOMEM;
+	}
+	if (c->iops_unit) {
+		r |= json_object_set_new(limits, "iops_unit", count(c->iops_unit));
+		if (json_is_object(rates)) {
+			r |= json_object_set_new(rates, "provider_iops", num(c->provider_iops));
+		}
+	}
+	if (c->read_iops_limit) {
+		r |= json_object_set_new(limits, "read_iops", count(c->read_iops_limit));
+		r |= json_object_set_new(limits, "read_iops_ratio", num(c->read_iops_limit_ratio));
+		r |= json_object_set_new(at, "read_iops", num(c->at_ceiling_read_iops_seconds));
+	}
+	if (c->write_iops_limit) {
+		r |= json_object_set_new(limits, "write_iops", count(c->write_iops_limit));
+		r |= json_object_set_new(limits, "write_iops_ratio", num(c->write_iops_limit_ratio));
+		r |= json_object_set_new(at, "write_iops", num(c->at_ceiling_write_iops_seconds));
+	}
+	return r < 0 ? -ENOMEM : 0;
 }
 
 static json_t *device_json(const struct device_state *d)
@@ -298,6 +344,17 @@ static json_t *device_json(const struct device_state *d)
 	    counters_json(&d->raw));
 }
 
+static json_t *device_json_full(const struct device_state *d)
+{
+	json_t *o = device_json(d);
+
+	if (o && add_provider_json(d, o) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* Ceilings shared by several devices (probes/detect/shared_ceiling.h). */
 static json_t *shared_json(const struct sampler_snapshot *ss)
 {
@@ -306,9 +363,18 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 	for (size_t i = 0; a && ss && i < ss->n_shared; i++) {
 		const struct shared_ceiling_group *g = &ss->shared[i];
 
-		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b}", "devices", list(g->devices),
+		json_t *burst =
+		    g->has_burst
+			? json_pack("{s:o,s:o,s:o,s:o}", "iops_estimate", num(g->burst_iops_estimate),
+				    "base_iops_estimate", num(g->burst_base_iops_estimate),
+				    "credits_estimate", num(g->burst_credits_estimate), "exhausted_time",
+				    g->burst_exhausted_usec ? seconds(g->burst_exhausted_usec) : json_null())
+			: json_null();
+
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b,s:o}", "devices", list(g->devices),
 						       "iops_estimate", num_or_null(g->iops_estimate), "iops",
-						       num(g->iops), "throttled", g->is_throttled)) < 0) {
+						       num(g->iops), "throttled", g->is_throttled, "burst",
+						       burst)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -347,7 +413,7 @@ json_t *render_json_devices(const struct snapshot *s, const char *device)
 		if (device && strcmp(d->raw.name, device) != 0) {
 			continue;
 		}
-		if (json_array_append_new(devices, device_json(d)) < 0) {
+		if (json_array_append_new(devices, device_json_full(d)) < 0) {
 			json_decref(devices);
 			return NULL;
 		}

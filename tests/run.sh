@@ -7,14 +7,21 @@
 # build), as tests/fresh/run-in-chroot.sh --short runs them on a fresh
 # Debian. The full run ends with that short run in a new chroot (skipped
 # when this run is in one already).
+#
+# --cloud: the VM suite vm-cloud (tests/vm/test-lab-cloud.py: cloud volumes
+# as providers count them, in a boot of its own), on the normal build and
+# the package; CI runs it after the full run (.ci/run), which it would take
+# past 30 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=false
+cloud=false
 case "${1:-}" in
 "") ;;
 --short) short=true ;;
+--cloud) cloud=true ;;
 *)
-	echo "usage: tests/run.sh [--short]" >&2
+	echo "usage: tests/run.sh [--short|--cloud]" >&2
 	exit 2
 	;;
 esac
@@ -46,6 +53,16 @@ setup() { # DIR ARGS...
 	fi
 	quiet ninja -C "$dir"
 }
+
+if $cloud; then
+	echo "== build: normal (-Werror)"
+	setup build -Dwerror=true -Dtests=enabled
+	echo "== package (dpkg-buildpackage -b from a copy of the tree, into build-deb/)"
+	deb=$(tests/vm/build-deb build-deb)
+	echo "== vm-cloud (cloud volumes as providers count them, in a Debian 12 guest under QEMU)"
+	IOPSD_DEB=$deb meson test -C build --suite vm-cloud --print-errorlogs --no-rebuild
+	exit
+fi
 
 # Lint first, but go on: a formatting slip should not hide test results.
 lint_status=0

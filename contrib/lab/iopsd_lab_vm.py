@@ -13,8 +13,10 @@ DECLARATION: --file LAB (lines `volume NAME key=value ...`, `group ...`,
 `array ...`, `iopsd-config FILE`) and/or --volume SPEC, --group SPEC,
 --array SPEC (SPEC: NAME,key=value,...). Volume keys: size=1G,
 bus=virtio|nvme, serial=vol0123456789abcdef0, iops=, iops-read=,
-iops-write=, bps=, bps-read=, bps-write= (125m), burst=IOPS,
-burst-length=30s, group=NAME, array=NAME, fs=ext4|xfs|none, mount=DIR,
+iops-write=, bps=, bps-read=, bps-write= (125m), iops-size=256k (an I/O
+larger counts as size/256k operations, as EBS counts), burst=IOPS,
+burst-length=30s, paths=2 (NVMe native multipath: controllers sharing
+the namespace), group=NAME, array=NAME, fs=ext4|xfs|none, mount=DIR,
 faults=yes (a dm device under its users, for `fault`), iopsd.KEY=VALUE
 (declared to iopsd in a [device] section: iopsd.iops_limit=1000).
 Group keys: the caps. Array keys: level=0|1|10, chunk=256k, fs=, mount=,
@@ -28,7 +30,8 @@ OPTIONS: --name NAME (several labs at once), --port N (host port for the
 guest's iopsd; default a free one, on 127.0.0.1 only), --prometheus
 (a Prometheus on the host scraping it with the shipped rules; 
 --prometheus-port, --prometheus-interval 5s, --prometheus-rules FILE),
---memory 2048M, --smp 2, --console FILE.
+--memory 2048M, --smp 2, --console FILE, --instance-type m5.large (the
+guest's SMBIOS product name; --instance-vendor, default "Amazon EC2").
 
 Runs as root. State, the command socket and Prometheus' data are in
 /run/iopsd-lab/NAME ($IOPSD_LAB_VM_DIR). contrib/lab/README.md has more."""
@@ -75,7 +78,8 @@ def cmd_up(args):
     lab = iopsdlab.Lab(cfg, name=args.name, state_dir=sd, deb=args.deb, iopsd_binary=args.iopsd, port=args.port,
                        prometheus=args.prometheus, prometheus_port=args.prometheus_port,
                        prometheus_rules=args.prometheus_rules or None, prometheus_interval=args.prometheus_interval,
-                       memory=args.memory, smp=args.smp, console_copy=args.console)
+                       memory=args.memory, smp=args.smp, console_copy=args.console,
+                       instance_type=args.instance_type, instance_vendor=args.instance_vendor)
 
     def stop(signum, frame):
         raise SystemExit(0)  # unwinds the with-block: QEMU and Prometheus go, the state too
@@ -149,7 +153,8 @@ def cmd_status(args):
 def cmd_cap(args):
     caps = {k: v for k, v in (("iops", args.iops), ("iops-read", args.iops_read), ("iops-write", args.iops_write),
                               ("bps", args.bps), ("bps-read", args.bps_read), ("bps-write", args.bps_write),
-                              ("burst", args.burst), ("burst-length", args.burst_length)) if v is not None}
+                              ("burst", args.burst), ("burst-length", args.burst_length),
+                              ("iops-size", args.iops_size)) if v is not None}
     Caps.from_opts(dict(caps), args.target)  # the same checks here as in the lab
     r = client(args).call("cap", name=args.target, **caps)
     print(f"{args.target}: {r['describe']}")
@@ -238,13 +243,16 @@ def main():
     up.add_argument("--memory", default="2048M")
     up.add_argument("--smp", type=int, default=2)
     up.add_argument("--console")
+    up.add_argument("--instance-type")
+    up.add_argument("--instance-vendor", default="Amazon EC2")
     up.add_argument("--background", action="store_true")
 
     st = sub.add_parser("status", parents=[common])
     st.add_argument("--json", action="store_true")
     cap = sub.add_parser("cap", parents=[common])
     cap.add_argument("target")
-    for k in ("iops", "iops-read", "iops-write", "bps", "bps-read", "bps-write", "burst", "burst-length"):
+    for k in ("iops", "iops-read", "iops-write", "bps", "bps-read", "bps-write", "burst", "burst-length",
+              "iops-size"):
         cap.add_argument(f"--{k}")
     for name in ("detach", "attach"):
         sub.add_parser(name, parents=[common]).add_argument("target")

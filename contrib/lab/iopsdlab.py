@@ -109,13 +109,17 @@ CAP_KEYS = {  # spec key -> (QEMU throttling key, QMP block_set_io_throttle fiel
 class Caps:
     """A volume's (or a group's) limits: IOPS and bytes/s, total or
     read/write, and an IOPS burst: `burst` IOPS for `burst_seconds` of
-    demand above it, refilling at the base rate (QEMU's iops-*-max)."""
+    demand above it, refilling at the base rate (QEMU's iops-*-max).
+    `iops_size` is the provider's I/O unit (QEMU's iops-size: an I/O
+    larger than it counts as size / iops_size operations, as EBS counts
+    in 256 KiB units on SSD volumes)."""
 
     def __init__(self, iops=0, iops_read=0, iops_write=0, bps=0, bps_read=0, bps_write=0,
-                 burst=0, burst_seconds=0.0):
+                 burst=0, burst_seconds=0.0, iops_size=0):
         self.values = {"iops": iops, "iops-read": iops_read, "iops-write": iops_write,
                        "bps": bps, "bps-read": bps_read, "bps-write": bps_write}
         self.burst, self.burst_seconds = burst, burst_seconds
+        self.iops_size = iops_size
         self.check()
 
     @classmethod
@@ -124,6 +128,8 @@ class Caps:
         for k in CAP_KEYS:
             if k in opts:
                 c.values[k] = (parse_count if k.startswith("iops") else parse_size)(opts.pop(k), k)
+        if "iops-size" in opts:
+            c.iops_size = parse_size(opts.pop("iops-size"), "iops-size")
         if "burst" in opts:
             c.burst = parse_count(opts.pop("burst"), "burst")
             c.burst_seconds = parse_seconds(opts.pop("burst-length", "30s"), "burst-length")
@@ -146,6 +152,10 @@ class Caps:
                 raise SpecError(f"{what}: burst={self.burst} must be above the base IOPS {max(bases)}")
             if self.burst_seconds < 1:
                 raise SpecError(f"{what}: burst-length must be at least 1s")
+        if self.iops_size and (self.iops_size < 512 or self.iops_size % 512):
+            raise SpecError(f"{what}: iops-size={self.iops_size}: a multiple of 512 bytes")
+        if self.iops_size and not any(v[k] for k in ("iops", "iops-read", "iops-write")):
+            raise SpecError(f"{what}: iops-size= needs an IOPS cap (iops=, iops-read= or iops-write=)")
 
     def max_length(self, base):
         """QEMU's iops-*-max-length for this burst over `base`. QEMU's
@@ -167,6 +177,8 @@ class Caps:
                 if self.burst and k.startswith("iops"):
                     out[f"{qk}-max"] = self.burst
                     out[f"{qk}-max-length"] = self.max_length(self.values[k])
+        if self.iops_size:
+            out["iops-size"] = self.iops_size
         return out
 
     def qmp(self):
@@ -177,6 +189,7 @@ class Caps:
             if self.burst and k.startswith("iops") and self.values[k]:
                 out[f"{qf}_max"] = self.burst
                 out[f"{qf}_max_length"] = self.max_length(self.values[k])
+        out["iops_size"] = self.iops_size
         return out
 
     def describe(self):
@@ -184,17 +197,21 @@ class Caps:
         if self.burst:
             base = next(self.values[k] for k in ("iops", "iops-read", "iops-write") if self.values[k])
             parts.append(f"burst={self.burst} for {self.effective_burst_seconds(base):g}s")
+        if self.iops_size:
+            parts.append(f"iops-size={self.iops_size}")
         return ",".join(parts) or "uncapped"
 
     def as_dict(self):
         d = {k: v for k, v in self.values.items() if v}
         if self.burst:
             d["burst"], d["burst_seconds"] = self.burst, self.burst_seconds
+        if self.iops_size:
+            d["iops_size"] = self.iops_size
         return d
 
 
 class Volume:
-    KEYS = ("size", "bus", "serial", "group", "array", "fs", "mount", "faults", "cache")
+    KEYS = ("size", "bus", "serial", "group", "array", "fs", "mount", "faults", "cache", "paths")
 
     def __init__(self, name, opts):
         opts = dict(opts)
@@ -212,6 +229,14 @@ class Volume:
         self.serial = opts.get("serial") or ebs_serial(name)
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,20}", self.serial):
             raise SpecError(f"volume {name}: serial={self.serial}: at most 20 characters [A-Za-z0-9_.-]")
+        # NVMe native multipath: one namespace shared by `paths` controllers
+        # of one subsystem (the guest sees the head nvmeXnY and hidden paths
+        # nvmeXcZnY)
+        self.paths = parse_count(opts.get("paths", "1"), "paths")
+        if self.paths < 1 or self.paths > 4:
+            raise SpecError(f"volume {name}: paths={self.paths}: 1 to 4")
+        if self.paths > 1 and self.bus != "nvme":
+            raise SpecError(f"volume {name}: paths= is NVMe multipath: needs bus=nvme")
         self.group = opts.get("group")
         self.array = opts.get("array")
         self.fs = opts.get("fs", "ext4" if "mount" in opts else "none")
@@ -239,6 +264,7 @@ class Volume:
 
     def as_dict(self):
         return {"name": self.name, "kind": "volume", "size": self.size, "bus": self.bus, "serial": self.serial,
+                "paths": self.paths,
                 "caps": self.caps.as_dict(), "describe": self.caps.describe(), "group": self.group,
                 "array": self.array, "fs": self.fs, "mount": self.mount, "faults": self.faults,
                 "disk": self.disk, "device": self.top if self.disk else None, "attached": self.attached,
@@ -376,6 +402,18 @@ class LabDisk(iopsdvm.Disk):
         super().__init__(vol.name, vol.size, bus=vol.bus, serial=vol.serial, throttle=vol.caps.qemu(),
                          cache=vol.cache)
         self.group = vol.group
+        self.paths = vol.paths
+
+    def args(self):
+        """NVMe multipath: a subsystem, its controllers (one serial, as one
+        volume's), and the drive as a namespace shared by all of them."""
+        if self.paths == 1:
+            return super().args()
+        ss = f"ss-{self.name}"
+        out = ["-drive", self.drive_arg(), "-device", f"nvme-subsys,id={ss},nqn=nqn.2026-01.iopsd-lab:{self.name}"]
+        for i in range(self.paths):
+            out += ["-device", f"nvme,id=dev-{self.name}{'' if i == 0 else f'-{i}'},serial={self.serial},subsys={ss}"]
+        return out + ["-device", f"nvme-ns,drive={self.drive_id},nsid=1,shared=on"]
 
     def drive_arg(self):
         if not self.group:
@@ -473,7 +511,7 @@ class Lab:
     def __init__(self, config, name="default", state_dir=None, deb=None, iopsd_binary=None,
                  port=None, extra_ports=(), prometheus=False, prometheus_port=None,
                  prometheus_rules=None, prometheus_interval="5s", memory="2048M", smp=2,
-                 console_copy=None, log=None):
+                 console_copy=None, log=None, instance_type=None, instance_vendor="Amazon EC2"):
         self.cfg = config
         self.name = name
         self.state_dir = state_dir or os.path.join(STATE_BASE, name)
@@ -488,6 +526,9 @@ class Lab:
         self.prometheus_rules = prometheus_rules
         self.prometheus_interval = prometheus_interval
         self.memory, self.smp, self.console_copy = memory, smp, console_copy
+        # the instance the guest says it is (SMBIOS type 1: the guest's
+        # /sys/class/dmi/id/product_name and sys_vendor, as on EC2 Nitro)
+        self.instance_type, self.instance_vendor = instance_type, instance_vendor
         self.log = log or iopsdvm.log
         self.vm = None
         self.prom = None
@@ -522,6 +563,8 @@ class Lab:
         qemu_extra = []
         for g in self.cfg.groups.values():
             qemu_extra += ["-object", g.object_arg()]
+        if self.instance_type:
+            qemu_extra += ["-smbios", f"type=1,manufacturer={self.instance_vendor},product={self.instance_type}"]
         ports = [GUEST_PORT] + self.extra_ports
         self.vm = iopsdvm.VM(image, disks=disks, extra_args=qemu_extra, ports=ports, memory=self.memory,
                              smp=self.smp, name=f"iopsd-lab-{self.name}", console_copy=self.console_copy,
@@ -589,7 +632,10 @@ class Lab:
             seen = {}
             for line in self.run(["lsblk", "-dn", "-o", "NAME,SERIAL"]).stdout.splitlines():
                 name, _, serial = line.strip().partition(" ")
-                seen[serial.strip()] = name
+                # a multipath namespace: its head (nvme1n1), never a hidden
+                # path (nvme1c0n1), which has no /dev node
+                if not re.fullmatch(r"nvme\d+c\d+n\d+", name):
+                    seen[serial.strip()] = name
             missing = [v for v in vols if v.serial not in seen]
             if not missing:
                 return {v.name: seen[v.serial] for v in vols}
@@ -1017,7 +1063,7 @@ class Lab:
 
 
 def caps_from_args(a):
-    opts = {k: str(v) for k, v in a.items() if k in CAP_KEYS or k in ("burst", "burst-length")}
+    opts = {k: str(v) for k, v in a.items() if k in CAP_KEYS or k in ("burst", "burst-length", "iops-size")}
     return Caps.from_opts(opts, a.get("name", "caps"))
 
 

@@ -196,6 +196,56 @@ static void emit_limit_ratio(struct prom_writer *w, const struct device_family *
 	if (c->throughput_limit > 0) {
 		sample_device_op(w, f->name, d, "resource", "throughput", c->throughput_limit_ratio);
 	}
+	if (c->read_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "read_iops", c->read_iops_limit_ratio);
+	}
+	if (c->write_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "write_iops", c->write_iops_limit_ratio);
+	}
+}
+
+/* The declared read and write IOPS limits, op="read"/"write". */
+static void emit_op_limit(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->read_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "op", "read", (double)c->read_iops_limit);
+	}
+	if (c->write_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "op", "write", (double)c->write_iops_limit);
+	}
+}
+
+/* Each direction's own ceiling, where the directions have caps of their own. */
+static void emit_op_estimate(struct prom_writer *w, const struct device_family *f,
+			     const struct device_state *d)
+{
+	const struct device_ceiling *c = &d->ceiling;
+
+	if (c->read_iops_estimate > 0) {
+		sample_device_op(w, f->name, d, "op", "read", c->read_iops_estimate);
+	}
+	if (c->write_iops_estimate > 0) {
+		sample_device_op(w, f->name, d, "op", "write", c->write_iops_estimate);
+	}
+}
+
+/* I/Os weighted by size in the provider's units, where one is known. */
+static void emit_provider_iops(struct prom_writer *w, const struct device_family *f,
+			       const struct device_state *d)
+{
+	if (d->ceiling.iops_unit && d->rates.valid) {
+		sample_device(w, f->name, d, d->ceiling.provider_iops);
+	}
+}
+
+/* The limit that holds the device, 1 with its name as a label. */
+static void emit_resource(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
+{
+	if (d->ceiling.resource) {
+		sample_device_op(w, f->name, d, "resource", d->ceiling.resource, 1);
+	}
 }
 
 /* The ceiling found over the limit declared, where there are both (a burst
@@ -223,6 +273,12 @@ static void emit_at_ceiling(struct prom_writer *w, const struct device_family *f
 	}
 	if (c->throughput_limit > 0) {
 		sample_device_op(w, f->name, d, "resource", "throughput", c->at_ceiling_throughput_seconds);
+	}
+	if (c->read_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "read_iops", c->at_ceiling_read_iops_seconds);
+	}
+	if (c->write_iops_limit > 0) {
+		sample_device_op(w, f->name, d, "resource", "write_iops", c->at_ceiling_write_iops_seconds);
 	}
 }
 
@@ -362,6 +418,16 @@ static const struct device_family device_families[] = {
     {"iopsd_device_throughput_limit_bytes", FAMILY_GAUGE,
      "Declared throughput limit of the device in bytes per second (throughput_limit).", emit_ceiling_limit,
      CEILING(throughput_limit)},
+    {"iopsd_device_op_iops_limit", FAMILY_GAUGE,
+     "Declared IOPS limit of the device's reads or writes alone (read_iops_limit, write_iops_limit).",
+     emit_op_limit},
+    {"iopsd_device_iops_unit_bytes", FAMILY_GAUGE,
+     "The provider's I/O unit: an I/O larger counts as its size in units (iops_unit, or volume_type's).",
+     emit_ceiling_limit, CEILING(iops_unit)},
+    {"iopsd_device_provider_iops", FAMILY_GAUGE,
+     "I/Os per second as the provider counts them: weighted by their size in units of "
+     "iopsd_device_iops_unit_bytes.",
+     emit_provider_iops},
     {"iopsd_device_limit_ratio", FAMILY_GAUGE,
      "Observed rate over the declared limit in the last sample interval.", emit_limit_ratio},
     {"iopsd_device_at_ceiling_seconds_total", FAMILY_COUNTER,
@@ -408,6 +474,11 @@ static const struct device_family device_families[] = {
      "Throughput in bytes per second at which the device was seen to hit a ceiling; 0 when none was "
      "detected.",
      emit_ceiling_gauge, CEILING(throughput_ceiling_estimate)},
+    {"iopsd_device_op_iops_ceiling_estimate", FAMILY_GAUGE,
+     "IOPS at which the device's reads or writes alone hit a ceiling of their own (separate caps).",
+     emit_op_estimate},
+    {"iopsd_device_ceiling_resource", FAMILY_GAUGE,
+     "1 for the limit that holds the device: iops, read_iops, write_iops or throughput.", emit_resource},
     {"iopsd_device_ceiling_limit_ratio", FAMILY_GAUGE,
      "The ceiling iopsd found over the declared limit: about 1 when the volume delivers what was "
      "provisioned, well below 1 when a lower ceiling holds it.",

@@ -12,11 +12,28 @@ static void sample_resource(struct prom_writer *w, const char *name, const char 
 	prom_sample(w, name, &l, 1, v);
 }
 
+/* The machine as SMBIOS names it, for fleets to join on: on EC2 the vendor
+ * "Amazon EC2" and the instance type (product_name). */
+static void render_instance_type(struct prom_writer *w, const struct sampler_snapshot *ss)
+{
+	struct prom_label l[2] = {{"instance_type", ss->dmi.product}, {"vendor", ss->dmi.vendor}};
+
+	if (!ss->dmi.product[0] && !ss->dmi.vendor[0]) {
+		return;
+	}
+	prom_family(w, "iopsd_instance_type_info", FAMILY_GAUGE,
+		    "Always 1; the machine's vendor and product (the instance type on EC2) from SMBIOS.");
+	prom_sample(w, "iopsd_instance_type_info", l, 2, 1);
+}
+
 void prom_render_instance(struct prom_writer *w, const struct sampler_snapshot *ss)
 {
 	const struct instance_state *in = ss ? &ss->instance : NULL;
 	struct prom_label l = {"devices", in && in->devices ? in->devices : ""};
 
+	if (ss) {
+		render_instance_type(w, ss);
+	}
 	if (!in || !in->is_declared) {
 		return;
 	}

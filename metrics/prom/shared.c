@@ -7,6 +7,46 @@
 
 /* ---- ceilings shared by several devices (only where one was found) ---- */
 
+/* The bucket learned from a shared ceiling's sum, as a volume's is. */
+static void render_shared_burst(struct prom_writer *w, const struct sampler_snapshot *ss)
+{
+	static const struct {
+		const char *name;
+		const char *help;
+	} families[] = {
+	    {"iopsd_shared_ceiling_burst_iops_estimate",
+	     "The rate the devices' sum burst at before it settled to the shared ceiling (an instance's "
+	     "burst)."},
+	    {"iopsd_shared_ceiling_burst_base_iops_estimate", "The level that sum settled to."},
+	    {"iopsd_shared_ceiling_burst_credits_estimate",
+	     "The shared bucket's size: (rate - base) x length."},
+	    {"iopsd_shared_ceiling_burst_exhausted_timestamp_seconds",
+	     "When the shared burst ran out, seconds since the epoch."},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(families); i++) {
+		bool has_family = false;
+
+		for (size_t j = 0; j < ss->n_shared; j++) {
+			const struct shared_ceiling_group *g = &ss->shared[j];
+			struct prom_label l = {"devices", g->devices};
+			double v = i == 0   ? g->burst_iops_estimate
+				   : i == 1 ? g->burst_base_iops_estimate
+				   : i == 2 ? g->burst_credits_estimate
+					    : (double)g->burst_exhausted_usec / 1e6;
+
+			if (!g->has_burst || (i == 3 && !g->burst_exhausted_usec)) {
+				continue;
+			}
+			if (!has_family) {
+				prom_family(w, families[i].name, FAMILY_GAUGE, families[i].help);
+				has_family = true;
+			}
+			prom_sample(w, families[i].name, &l, 1, v);
+		}
+	}
+}
+
 void prom_render_shared(struct prom_writer *w, const struct sampler_snapshot *ss)
 {
 	static const struct {
@@ -34,4 +74,5 @@ void prom_render_shared(struct prom_writer *w, const struct sampler_snapshot *ss
 			prom_sample(w, families[i].name, &l, 1, v);
 		}
 	}
+	render_shared_burst(w, ss);
 }

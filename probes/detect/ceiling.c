@@ -9,6 +9,7 @@
 
 #include "macro.h"
 #include "name_index.h"
+#include "provider_units.h"
 
 void ceiling_params_default(struct ceiling_params *ret)
 {
@@ -336,13 +337,24 @@ static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling
 	}
 }
 
+/* The interval's I/Os as the provider counts them: weighted by their size
+ * in units of the declared iops_unit (provider_units.h), else as they are. */
+static double counted_iops(const struct device_config *dc, const struct device_rates *r)
+{
+	if (!dc || !dc->provider.iops_unit) {
+		return r->read_iops + r->write_iops;
+	}
+	return provider_units_rw(r->read_iops, r->read_bytes_per_sec, r->write_iops, r->write_bytes_per_sec,
+				 dc->provider.iops_unit);
+}
+
 static void count_at_limit(struct ceiling_state *st, const struct device_config *dc,
-			   const struct ceiling_sample *s, struct device_ceiling *ret)
+			   const struct ceiling_sample *s, double counted, struct device_ceiling *ret)
 {
 	double threshold = dc && dc->ceiling_threshold > 0 ? dc->ceiling_threshold : 0.95;
 
 	if (ret->iops_limit > 0) {
-		ret->iops_limit_ratio = s->iops / (double)ret->iops_limit;
+		ret->iops_limit_ratio = counted / (double)ret->iops_limit;
 		if (ret->iops_limit_ratio >= threshold) {
 			st->at_ceiling_iops_sec += s->interval_sec;
 			ret->is_at_limit = true;
@@ -449,6 +461,7 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		    const struct device_rates *r, struct device_ceiling *ret)
 {
 	const struct ceiling_sample *s;
+	double counted;
 
 	*ret = (struct device_ceiling){
 	    .iops_limit = dc ? dc->iops_limit : 0,
@@ -460,7 +473,10 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	s = push_sample(st, r);
 	if (s) {
 		spend_declared_bucket(st, p, dc, s, ret);
-		count_at_limit(st, dc, s, ret);
+		counted = counted_iops(dc, r);
+		/* units per I/O of the latest interval: the estimate is in I/Os */
+		st->units_per_io = s->iops > 0 ? counted / s->iops : st->units_per_io;
+		count_at_limit(st, dc, s, counted, ret);
 		judge_plateaus(st, p, dc, s);
 		ret->is_throttled = st->iops.is_active || st->throughput.is_active;
 		ret->is_saturated = r->utilization >= p->saturation;
@@ -471,7 +487,9 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
 	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
 	ret->iops_ceiling_limit_ratio =
-	    dc && dc->iops_limit && st->iops.estimate > 0 ? st->iops.estimate / (double)dc->iops_limit : 0.0;
+	    dc && dc->iops_limit && st->iops.estimate > 0
+		? st->iops.estimate * fmax(st->units_per_io, 1.0) / (double)dc->iops_limit
+		: 0.0;
 	ret->throughput_ceiling_limit_ratio = dc && dc->throughput_limit && st->throughput.estimate > 0
 						  ? st->throughput.estimate / (double)dc->throughput_limit
 						  : 0.0;

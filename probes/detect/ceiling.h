@@ -76,10 +76,12 @@ struct ceiling_state {
 	double held_iops[CEILING_BASE_HELD_SAMPLES]; /* the last of them, oldest first */
 	double pending_own_ops;			     /* noted since the last sample */
 	struct burst_tracker burst;		     /* the burst bucket learned from the samples */
-	double peak_iops;  /* the highest IOPS ceiling found or measured, bursts aside:
-			    * what the device is known to do on its own */
-	uint64_t now_usec; /* CLOCK_REALTIME at the end of the interval fed next; the set
-			    * fills it, 0 when unknown */
+	double peak_iops;    /* the highest IOPS ceiling found or measured, bursts aside:
+			      * what the device is known to do on its own */
+	uint64_t now_usec;   /* CLOCK_REALTIME at the end of the interval fed next; the set
+			      * fills it, 0 when unknown */
+	double units_per_io; /* the provider's units per I/O in the latest busy interval (1
+			      * without a declared iops_unit; 0 before one) */
 };
 
 void ceiling_state_init(struct ceiling_state *st);

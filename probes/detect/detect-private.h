@@ -4,6 +4,7 @@
 #include <regex.h>
 
 #include "ceiling.h"
+#include "ceiling_dir.h"
 #include "detect.h"
 #include "shared_ceiling.h"
 
@@ -14,6 +15,8 @@ struct detect_dev {
 	struct device_ceiling ceiling; /* this sample's verdict (counters live in ceilings) */
 	uint64_t last_held_by_mask;    /* md/dm: the members that held it last */
 	unsigned hold_over_left;       /* samples it stays held without a holder */
+	bool has_dir;		       /* dir below is initialised */
+	struct ceiling_dir dir;	       /* its reads and writes, each on its own */
 };
 
 struct detect {
@@ -21,6 +24,7 @@ struct detect {
 	regex_t instance_regex; /* [instance] devices= */
 	bool has_instance_regex;
 	struct ceiling_set *ceilings;		 /* ceiling detector state by device name */
+	struct ceiling_params params;		 /* of the per-direction detectors */
 	struct shared_ceiling *shared;		 /* ceilings shared by several disks */
 	struct shared_ceiling_instance instance; /* the [instance] limits' counters */
 	struct detect_dev *devs;

@@ -37,6 +37,7 @@ int detect_new(const struct config *cfg, struct detect **ret)
 		return -ENOMEM;
 	}
 	d->cfg = cfg;
+	ceiling_params_default(&d->params);
 	if (ceiling_set_new(NULL, &d->ceilings) < 0 || shared_ceiling_new(NULL, NULL, &d->shared) < 0) {
 		detect_free(d);
 		return -ENOMEM;
@@ -179,6 +180,74 @@ static int copy_shared(const struct detect *d, struct sampler_snapshot *snap)
 	return 0;
 }
 
+/* The limits a device works to: its [device] section with the preset of
+ * its volume_type= for the volume's size (device_limits.h) in place of what
+ * the section left out. A preset that cannot be derived (the size unknown)
+ * leaves the section as written. NULL without a section. */
+static const struct device_config *effective_config(const struct sample_device *sd, struct device_config *eff,
+						    struct device_limits *lim)
+{
+	struct device_declared dd;
+	char notices[DEVICE_LIMITS_NOTICES_MAX][DEVICE_LIMITS_NOTICE_LEN];
+	size_t n;
+	const char *why;
+
+	if (!sd->dc) {
+		return NULL;
+	}
+	dd = device_config_declared(sd->dc);
+	if (device_limits_resolve(&dd, sd->td->topo.size_bytes, lim, notices, &n, &why) < 0) {
+		dd.provider.volume_type = -1;
+		(void)device_limits_resolve(&dd, 0, lim, notices, &n, &why);
+	}
+	*eff = *sd->dc;
+	eff->iops_limit = lim->iops_limit;
+	eff->throughput_limit = lim->throughput_limit;
+	eff->burst_iops = lim->burst_iops;
+	eff->burst_credits = lim->burst_credits;
+	eff->credit_rate = lim->credit_rate;
+	eff->provider.iops_unit = lim->iops_unit;
+	return eff;
+}
+
+/* The per-direction verdict into the device's: the binding resource, each
+ * direction's estimate, the provider-counted IOPS; an IOPS estimate that is
+ * only the shadow of a throughput cap or of the directions' own caps is not
+ * the volume's. */
+static void update_directions(struct detect *d, struct detect_dev *dd, const struct device_config *dc,
+			      const struct device_limits *lim, const struct sample_device *sd)
+{
+	struct device_ceiling *c = &dd->ceiling;
+	struct ceiling_dir_result res;
+	const struct ceiling_verdict *v = &res.verdict;
+
+	if (!dd->has_dir) {
+		ceiling_dir_init(&dd->dir);
+		dd->has_dir = true;
+	}
+	ceiling_dir_update(&dd->dir, &d->params, dc ? lim : NULL, dc ? dc->ceiling_threshold : 0.95,
+			   sd->rates, c, &res);
+	c->resource = ceiling_resource_to_string(v->resource);
+	c->read_iops_estimate = res.read_iops_estimate;
+	c->write_iops_estimate = res.write_iops_estimate;
+	/* the directions' own caps, or a throughput cap: the total is their shadow */
+	c->is_throttled |= v->is_read_flagged || v->is_write_flagged;
+	if (v->resource != CEILING_RESOURCE_NONE && !v->has_iops_ceiling &&
+	    v->resource != CEILING_RESOURCE_IOPS) {
+		c->iops_ceiling_estimate = 0;
+		c->iops_ceiling_limit_ratio = 0;
+	}
+	c->iops_unit = dc ? lim->iops_unit : 0;
+	c->provider_iops = res.provider_iops;
+	c->average_io_bytes = res.average_io_bytes;
+	c->read_iops_limit = dc ? lim->read_iops_limit : 0;
+	c->write_iops_limit = dc ? lim->write_iops_limit : 0;
+	c->read_iops_limit_ratio = res.read_iops_limit_ratio;
+	c->write_iops_limit_ratio = res.write_iops_limit_ratio;
+	c->at_ceiling_read_iops_seconds = res.at_ceiling_read_seconds;
+	c->at_ceiling_write_iops_seconds = res.at_ceiling_write_seconds;
+}
+
 /* Each tracked device's ceiling from its rates (and member rates); the
  * detector state and counters such as at_ceiling_*_seconds persist in
  * d->ceilings, by device name. */
@@ -187,11 +256,16 @@ static void update_ceilings(struct detect *d, const struct sample *sample)
 	ceiling_set_start_sample(d->ceilings, sample->realtime_usec);
 	for (size_t i = 0; i < sample->n_devices; i++) {
 		const struct sample_device *sd = &sample->devices[i];
+		struct device_config eff;
+		struct device_limits lim = {0};
+		const struct device_config *dc;
 
 		if (sd->is_tracked) {
+			dc = effective_config(sd, &eff, &lim);
 			/* -ENOMEM still leaves the declared limits in the verdict */
-			(void)ceiling_set_update(d->ceilings, sd->name, sd->dc, sd->rates, sd->member_rates,
+			(void)ceiling_set_update(d->ceilings, sd->name, dc, sd->rates, sd->member_rates,
 						 sd->is_array_member, &d->devs[i].ceiling);
+			update_directions(d, &d->devs[i], dc, &lim, sd);
 		}
 	}
 }

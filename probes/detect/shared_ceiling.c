@@ -13,6 +13,7 @@
 struct shared_ceiling {
 	struct ceiling_params cp;
 	struct shared_ceiling_params p;
+	struct burst_tracker total; /* the candidates' sum, as one volume's bucket is learned */
 	struct shared_ceiling_group groups[SHARED_CEILING_MAX_GROUPS];
 	size_t n_groups;
 };
@@ -154,9 +155,46 @@ static unsigned count_held(const struct shared_ceiling *sc, const struct shared_
 	return n_held;
 }
 
+/* The candidates' sum, fed to the tracker that learns a burst bucket of
+ * theirs (an instance's burst: several volumes at a higher rate together,
+ * then at a lower one under the same demand). */
+static void track_total(struct shared_ceiling *sc, const struct shared_ceiling_device *devs, size_t n)
+{
+	struct burst_sample s = {0};
+	unsigned n_q = 0;
+	uint64_t now = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ceiling_sample *latest = ceiling_state_recent(devs[i].st, 0);
+
+		if (!latest) {
+			continue;
+		}
+		s.interval_sec = fmax(s.interval_sec, latest->interval_sec);
+		s.iops += latest->iops;
+		s.bytes_per_sec += latest->bytes_per_sec;
+		n_q += ceiling_sample_is_queueing(&sc->cp, latest);
+		now = devs[i].st->now_usec;
+	}
+	if (s.interval_sec <= 0) {
+		return;
+	}
+	s.is_queueing = s.has_demand = n_q >= sc->p.min_members;
+	(void)burst_tracker_update(&sc->total, &sc->cp.burst, &s, now);
+}
+
+/* A level that is the base of the bucket learned from the sum. */
+static bool is_learned_base(const struct shared_ceiling *sc, double level)
+{
+	const struct burst_model *m = &sc->total.model;
+
+	return m->is_known && fabs(level - m->base_iops) <= 0.03 * m->base_iops;
+}
+
 /* Whether members m[0..k-1] are held by one ceiling: their sum holds a
- * plateau, and either it is flatter than its parts (variance_ratio) or at
- * least two of them sit below what they are known to do. */
+ * plateau, and either it is flatter than its parts (variance_ratio), or at
+ * least two of them sit below what they are known to do, or it is the base
+ * their sum's burst settled to. */
 static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
 		     const size_t *m, size_t k, struct evaluation *ret)
 {
@@ -177,7 +215,9 @@ static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceilin
 		/* the parts must wander by more than the band for their
 		 * variance to say anything */
 		is_shared = (e.variance_ratio <= sc->p.max_variance_ratio && parts >= band * band / 4) ||
-			    e.n_held >= sc->p.min_members;
+			    e.n_held >= sc->p.min_members || is_learned_base(sc, e.level);
+		/* the learned bucket's burst is not the ceiling */
+		is_shared = is_shared && !burst_tracker_is_bursting(&sc->total, e.level);
 	}
 	free(tmp);
 	if (is_shared) {
@@ -245,8 +285,16 @@ static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device 
 {
 	struct shared_ceiling_group g = {
 	    .n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true};
+	const struct burst_model *bm = &sc->total.model;
 	size_t j = 0, len = 0;
 
+	if (is_learned_base(sc, level)) {
+		g.has_burst = true;
+		g.burst_iops_estimate = bm->burst_iops;
+		g.burst_base_iops_estimate = bm->base_iops;
+		g.burst_credits_estimate = bm->credits;
+		g.burst_exhausted_usec = bm->exhausted_usec;
+	}
 	for (size_t i = 0; i < k; i++) {
 		snprintf(g.names[i], sizeof(g.names[i]), "%s", devs[m[i]].name);
 		len += (size_t)snprintf(g.devices + len, sizeof(g.devices) - len, "%s%s", i ? "," : "",
@@ -298,8 +346,10 @@ static bool follow(struct shared_ceiling *sc, struct shared_ceiling_group *g,
 		g->iops += latest->iops;
 		n_q += ceiling_sample_is_queueing(&sc->cp, latest);
 	}
-	g->is_throttled = g->is_throttled && n_q >= sc->p.min_members &&
-			  fabs(g->iops - g->iops_estimate) <= ceiling_band(&sc->cp, g->iops_estimate, latest);
+	g->is_throttled =
+	    g->is_throttled && n_q >= sc->p.min_members &&
+	    fabs(g->iops - g->iops_estimate) <= ceiling_band(&sc->cp, g->iops_estimate, latest) &&
+	    !burst_tracker_is_bursting(&sc->total, g->iops);
 	if (g->iops > g->iops_estimate * sc->cp.contradict_factor) {
 		return ++g->n_above < sc->cp.contradict_samples;
 	}
@@ -312,6 +362,7 @@ void shared_ceiling_update(struct shared_ceiling *sc, const struct shared_ceilin
 	size_t m[SHARED_CEILING_MAX_MEMBERS], k, j = 0;
 	struct evaluation e;
 
+	track_total(sc, devs, n);
 	for (size_t i = 0; i < sc->n_groups; i++) {
 		if (follow(sc, &sc->groups[i], devs, n)) {
 			sc->groups[j++] = sc->groups[i];

@@ -41,6 +41,11 @@ struct shared_ceiling_group {
 	double iops;	      /* their sum over the last interval */
 	bool is_throttled;    /* the sum holds the level with requests waiting */
 	unsigned n_above;     /* samples in a row the sum did more */
+	/* the bucket learned from the candidates' sum (burst.h), where the
+	 * level is the base it settled to: an instance's burst */
+	bool has_burst;
+	double burst_iops_estimate, burst_base_iops_estimate, burst_credits_estimate;
+	uint64_t burst_exhausted_usec; /* CLOCK_REALTIME, 0 when unknown */
 };
 
 struct shared_ceiling;

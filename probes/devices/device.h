@@ -85,8 +85,23 @@ struct device_ceiling {
 	double iops_ceiling_estimate; /* 0 = none detected yet */
 	double throughput_ceiling_estimate;
 	double iops_ceiling_limit_ratio; /* the estimate over the declared iops_limit (not a burst
-					  * model's): 0 without both */
+					  * model's), in the provider's units: 0 without both */
 	double throughput_ceiling_limit_ratio;
+	/* Cloud volumes as providers count them (probes/detect/ceiling_dir.h):
+	 * the limit that binds ("iops", "read_iops", "write_iops",
+	 * "throughput"; NULL: none), each direction's own estimate where the
+	 * directions have caps of their own (0: none), I/Os weighted by size in
+	 * units of iops_unit (NAN without a unit), the interval's average I/O
+	 * size, and the declared read/write IOPS limits' ratios (NAN without
+	 * one) and seconds at them. */
+	const char *resource;
+	double read_iops_estimate, write_iops_estimate;
+	uint64_t iops_unit;
+	double provider_iops;
+	double average_io_bytes;
+	uint64_t read_iops_limit, write_iops_limit;
+	double read_iops_limit_ratio, write_iops_limit_ratio;
+	double at_ceiling_read_iops_seconds, at_ceiling_write_iops_seconds;
 };
 
 /* The machine's volumes together against the [instance] limits. */

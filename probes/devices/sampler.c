@@ -20,6 +20,7 @@
 #include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
+#include "multipath.h"
 #include "name_index.h"
 #include "pressure.h"
 #include "strutil.h"
@@ -64,6 +65,7 @@ struct sampler {
 	size_t buf_size;
 	struct diskstats_raw *cur; /* parse target, reused */
 	size_t cur_cap;
+	struct dmi_info dmi; /* read once: the machine does not change under it */
 
 	struct sampler_dev *devs; /* aligned with the last parsed list */
 	size_t n_devs;
@@ -265,6 +267,10 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	s->buf = malloc(s->buf_size);
 	if (!s->procfs || !s->sysfs || !s->buf ||
 	    ebs_nvme_reader_new(s->sysfs, "/dev", NULL, NULL, &s->ebs) < 0) {
+		sampler_free(s);
+		return -ENOMEM;
+	}
+	if (dmi_read(s->sysfs, &s->dmi) < 0) {
 		sampler_free(s);
 		return -ENOMEM;
 	}
@@ -638,7 +644,9 @@ static int take_counters(struct sampler *s, uint64_t *ret_mono, uint64_t *ret_re
 	if (r < 0) {
 		return r;
 	}
-	n = (size_t)r;
+	/* NVMe multipath: the head counts its hidden paths' I/O, which are not
+	 * devices of their own (nothing counted twice in a sum) */
+	n = multipath_fold(s->cur, (size_t)r);
 	s->parse_errors_total += n_bad;
 	same = n == s->n_devs;
 	for (size_t i = 0; same && i < n; i++) {
@@ -717,6 +725,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	}
 	s->samples_total++;
 	snap->samples_total = s->samples_total;
+	snap->dmi = s->dmi;
 	*ret = snap;
 	return 0;
 }

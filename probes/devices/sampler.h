@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "dmi.h"
 #include "config.h"
 #include "diskstats.h"
 #include "device.h"
@@ -65,6 +66,7 @@ struct sampler_snapshot {
 					      * (probes/shared_ceiling.h), owned */
 	size_t n_shared;
 	struct instance_state instance;
+	struct dmi_info dmi; /* the machine's vendor and product (EC2: the instance type) */
 };
 
 struct sampler_snapshot *sampler_snapshot_ref(struct sampler_snapshot *s);

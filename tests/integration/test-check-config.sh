@@ -37,6 +37,18 @@ for f in "$fx/valid/fio-seed.conf" "$SRCDIR/config/iopsd.conf.example"; do
 	out=$("$IOPSD" --check-config --config "$f")
 	[ "$(echo "$out" | wc -l)" -eq 1 ] || { echo "FAIL: summary not one line: $out"; exit 1; }
 done
+# [device] limits from volume_type=, for the volume's size in sysfs (the
+# sampler fixture's xvdf: 100 GiB), with the keys that override them
+dl=$(mktemp)
+printf '[device xvdf]\nvolume_type=gp2\n\n[device xvdg]\nvolume_type=gp3\niops_limit=5000\n' > "$dl"
+out=$("$IOPSD" --check-config --config "$dl" --path.sysfs "$SRCDIR/tests/fixtures/sampler/ec2-md-raid0/sys" 2>&1)
+rm -f "$dl"
+echo "$out" | grep -qxF "[device xvdg]: volume_type=gp3 (100.0 GiB): iops_limit=5000 iops_unit=256k throughput_limit=125m" ||
+	{ echo "FAIL: gp3 under iops_limit=: $out"; exit 1; }
+echo "$out" | grep -qxF "[device xvdf]: volume_type=gp2 (100.0 GiB): iops_limit=300 iops_unit=256k throughput_limit=128m burst_iops=3000 burst_credits=5400000 credit_rate=300" ||
+	{ echo "FAIL: gp2's derived limits: $out"; exit 1; }
+echo "$out" | grep -qF "[device xvdg]: iops_limit= overrides the figure volume_type=gp3 gives" ||
+	{ echo "FAIL: no notice of the override: $out"; exit 1; }
 set +e
 "$IOPSD" --check-config --config /nonexistent/iopsd.conf 2>/dev/null; rc=$?
 "$IOPSD" --bogus-flag 2>/dev/null; rc2=$?

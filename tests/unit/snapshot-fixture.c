@@ -82,6 +82,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	ss->parse_errors_total = 2;
 	ss->pressure =
 	    (struct pressure_io){.available = true, .some_total_usec = 12500000, .full_total_usec = 3250000};
+	snprintf(ss->dmi.vendor, sizeof(ss->dmi.vendor), "Amazon EC2");
+	snprintf(ss->dmi.product, sizeof(ss->dmi.product), "m5.large");
 	ss->n_devices = 3;
 	ss->devices = calloc(3, sizeof(*ss->devices));
 	assert_non_null(ss->devices);
@@ -130,6 +132,13 @@ static struct sampler_snapshot *fixture_samples(void)
 	    .iops_ceiling_estimate = 3000,
 	    .iops_ceiling_limit_ratio = 1.0,
 	    .throughput_ceiling_estimate = 0,
+	    .resource = "iops",
+	    .iops_unit = 262144,
+	    .provider_iops = 3000.0,
+	    .average_io_bytes = 4303.2,
+	    .read_iops_limit = 3000,
+	    .read_iops_limit_ratio = 0.9835,
+	    .at_ceiling_read_iops_seconds = 800,
 	};
 
 	/* a partition seen for the first time, with a mount point that needs

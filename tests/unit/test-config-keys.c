@@ -140,9 +140,12 @@ static void test_valid_keys_message_is_generated_from_the_table(void **state)
 		}
 	}
 	assert_non_null(strstr(msg, "bs (blocksize)"));
-	config_test_load_fails("[device sdb]\niops=1\n", msg, sizeof(msg));
-	assert_non_null(strstr(msg, "valid keys are iops_limit, throughput_limit, burst_iops, burst_credits, "
-				    "credit_rate, ceiling_threshold"));
+	config_test_load_fails("[device sdb]\niopz=1\n", msg, sizeof(msg));
+	assert_non_null(
+	    strstr(msg, "valid keys are iops_limit, throughput_limit, burst_iops, burst_credits, "
+			"credit_rate, ceiling_threshold, volume_type, iops, throughput, iops_per_gb "
+			"(iopsPerGB), iops_unit, read_iops_limit, write_iops_limit, read_throughput_limit, "
+			"write_throughput_limit"));
 }
 
 static void test_honoured_keys_keep_fios_meaning(void **state)

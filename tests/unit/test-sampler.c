@@ -365,6 +365,31 @@ static void test_kernel_4x_trees_sample_without_psi(void **state)
 	}
 }
 
+/* NVMe native multipath as the lab's 6.1 guest counted it: all on one
+ * hidden path, nothing on the head that /data is mounted from. The head
+ * carries the I/O, the paths are no devices of their own (nothing counted
+ * twice), and the machine's SMBIOS names the instance type. */
+static void test_multipath_head_carries_its_hidden_paths_io(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+
+	sampler_env_setup(&e, "nvme-multipath", NULL);
+	sampler_snapshot_unref(sampler_env_sample(&e, 0));
+	sampler_env_diskstats(&e, "diskstats.t1");
+	s = sampler_env_sample(&e, 1);
+	assert_names(s, "nvme0n1,nvme1n1");
+	assert_float_equal(get(s, "nvme1n1")->rates.read_iops, 800, EPS);
+	assert_float_equal(get(s, "nvme1n1")->rates.utilization, 1.0, EPS);
+	assert_float_equal(get(s, "nvme1n1")->rates.queue_depth, 16, EPS);
+	assert_string_equal(get(s, "nvme1n1")->topo.mountpoints, "/data");
+	assert_float_equal(get(s, "nvme0n1")->rates.read_iops, 0, EPS);
+	assert_string_equal(s->dmi.vendor, "Amazon EC2");
+	assert_string_equal(s->dmi.product, "m5.large");
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 static void test_psi_totals_are_in_the_snapshot(void **state)
 {
 	struct sampler_env e;
@@ -864,6 +889,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_regex_is_refused),
 	    cmocka_unit_test(test_device_vanishing_and_returning_restarts_its_rates),
 	    cmocka_unit_test(test_kernel_4x_trees_sample_without_psi),
+	    cmocka_unit_test(test_multipath_head_carries_its_hidden_paths_io),
 	    cmocka_unit_test(test_psi_totals_are_in_the_snapshot),
 	    cmocka_unit_test(test_snapshot_outlives_the_sampler),
 	    cmocka_unit_test(test_max_devices_caps_the_snapshot),

@@ -317,6 +317,48 @@ static void test_independent_caps_are_no_shared_ceiling(void **state)
 	group_done(&g);
 }
 
+/* An instance's burst (a QEMU throttle group with x-iops-total=1500,
+ * x-iops-total-max=3000): three volumes of no cap of their own at 1000
+ * each, then 500 each under the same demand. Each wanders on its own, so
+ * the sum is no flatter than its parts: the bucket learned from the sum
+ * names the base the shared ceiling, and a burst of it later is not one. */
+static void test_instance_burst_is_learned_and_its_base_is_the_shared_ceiling(void **state)
+{
+	struct group_run g;
+	uint64_t rng = 11;
+	const struct shared_ceiling_group *groups;
+	bool flagged_in_burst = false;
+
+	group_init(&g, vdcde, 3);
+	group_idle(&g, 20);
+	for (unsigned t = 0; t < 70; t++) {
+		double x[9];
+
+		three_queueing(x, t < 40 ? 1000 : 500, 2, &rng);
+		group_feed(&g, x);
+		flagged_in_burst |=
+		    t < 40 && shared_ceiling_groups(g.sc, &groups) > 0 && groups[0].is_throttled;
+	}
+	assert_false(flagged_in_burst);
+	assert_true(only_group(&g)->is_throttled);
+	assert_near(only_group(&g)->iops_estimate, 1500, 0.02);
+	assert_true(only_group(&g)->has_burst);
+	assert_near(only_group(&g)->burst_iops_estimate, 3000, 0.03);
+	assert_near(only_group(&g)->burst_base_iops_estimate, 1500, 0.02);
+	assert_near(only_group(&g)->burst_credits_estimate, 1500 * 40, 0.1);
+	/* idle long enough to refill, then the same burst again */
+	group_idle(&g, 45);
+	for (unsigned t = 0; t < 20; t++) {
+		double x[9];
+
+		three_queueing(x, 1000, 2, &rng);
+		group_feed(&g, x);
+		flagged_in_burst |= shared_ceiling_groups(g.sc, &groups) > 0 && groups[0].is_throttled;
+	}
+	assert_false(flagged_in_burst);
+	group_done(&g);
+}
+
 /* Busy disks that nothing caps wander; a stripe's members move together
  * (recorded: md RAID0 over two 500-IOPS volumes, numjobs=16). */
 static void test_busy_disks_and_a_stripe_are_no_shared_ceiling(void **state)
@@ -419,6 +461,7 @@ int main(void)
 	    cmocka_unit_test(test_throttle_group_loaded_at_once_is_found_and_named),
 	    cmocka_unit_test(test_throttle_group_loaded_in_turn_is_found),
 	    cmocka_unit_test(test_independent_caps_are_no_shared_ceiling),
+	    cmocka_unit_test(test_instance_burst_is_learned_and_its_base_is_the_shared_ceiling),
 	    cmocka_unit_test(test_busy_disks_and_a_stripe_are_no_shared_ceiling),
 	    cmocka_unit_test(test_equal_shares_need_known_per_device_ceilings),
 	    cmocka_unit_test(test_unrelated_disk_is_left_out_and_a_raised_limit_drops_the_group),
