@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -230,6 +231,29 @@ def wait_until(pred, timeout, interval=0.2, what="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Scraper(threading.Thread):
+    """The normal client: GET /metrics every 200 ms from 127.0.0.1."""
+
+    def __init__(self, d):
+        super().__init__(daemon=True)
+        self.d = d
+        self.stop = threading.Event()
+        self.latencies = []
+        self.failures = []
+
+    def run(self):
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            try:
+                status, _, body = self.d.get("/metrics", timeout=5)
+                if status != 200 or b"iopsd_build_info" not in body:
+                    self.failures.append(f"status {status}")
+            except OSError as e:
+                self.failures.append(repr(e))
+            self.latencies.append(time.monotonic() - t0)
+            self.stop.wait(0.2)
 
 
 # Loop devices, ext4 mounts, process figures ------------------------------

@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -33,29 +32,6 @@ rate_iops=200
 runtime=100ms
 interval=300ms
 """
-
-
-class Scraper(threading.Thread):
-    """The normal client: GET /metrics every 200 ms from 127.0.0.1."""
-
-    def __init__(self, d):
-        super().__init__(daemon=True)
-        self.d = d
-        self.stop = threading.Event()
-        self.latencies = []
-        self.failures = []
-
-    def run(self):
-        while not self.stop.is_set():
-            t0 = time.monotonic()
-            try:
-                status, _, body = self.d.get("/metrics", timeout=5)
-                if status != 200 or b"iopsd_build_info" not in body:
-                    self.failures.append(f"status {status}")
-            except OSError as e:
-                self.failures.append(repr(e))
-            self.latencies.append(time.monotonic() - t0)
-            self.stop.wait(0.2)
 
 
 def connect_from(src, port, timeout=5):
@@ -119,7 +95,7 @@ def main():
             d.get("/metrics")
             d.get("/api/v1/devices")
         rss0 = t.proc_status(pid, "VmRSS")
-        scraper = Scraper(d)
+        scraper = t.Scraper(d)
         scraper.start()
         runs_before = probe_runs(d)
         t_start = time.monotonic()

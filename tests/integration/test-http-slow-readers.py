@@ -19,7 +19,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -42,27 +41,6 @@ history=2m
 connection_timeout={timeout}s
 max_connections=80
 """
-
-
-class Scraper(threading.Thread):
-    def __init__(self, d):
-        super().__init__(daemon=True)
-        self.d = d
-        self.stop = threading.Event()
-        self.latencies = []
-        self.failures = []
-
-    def run(self):
-        while not self.stop.is_set():
-            t0 = time.monotonic()
-            try:
-                status, _, body = self.d.get("/metrics", timeout=5)
-                if status != 200 or b"iopsd_build_info" not in body:
-                    self.failures.append(f"status {status}")
-            except OSError as e:
-                self.failures.append(repr(e))
-            self.latencies.append(time.monotonic() - t0)
-            self.stop.wait(0.2)
 
 
 def slow_reader(port, src, window):
@@ -105,7 +83,7 @@ def main():
         print(f"  one 9 s answer: {status}, {len(body)} bytes in {(time.monotonic() - s0) * 1000:.0f} ms")
         base_rss = t.proc_status(d.proc.pid, "VmRSS")
         base_socks = daemon_sockets(d.proc.pid)
-        scraper = Scraper(d)
+        scraper = t.Scraper(d)
         scraper.start()
         time.sleep(1)
         t0 = time.monotonic()
