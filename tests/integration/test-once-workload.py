@@ -256,18 +256,43 @@ def check_steadystate(mnt, d):
 
 def check_latency_target(mnt, d):
     """latency_target=200us at the 99th percentile, iodepth up to 64, 20 s:
-    the search ends the run early at the depth it found, and the job
-    reports fio's latency_* keys (target in ns, window in us) as fio's."""
+    the search ends the run before its runtime, at the depth it found; the
+    figures are its last window's only (shorter than the run); the job
+    reports fio's latency_* keys (target in ns, window in us) as fio's.
+
+    The search is fio's and wanders as fio's does where the windows' p99
+    straddles the target (a loaded machine, the sanitizer build): a round
+    whose search runs the whole runtime runs again, beside fio's on the
+    same job; three such rounds fail.
+    The search's steps are checked window by window in
+    test-latency-target."""
     path = os.path.join(d, "lat.fio")
-    write(path, job(mnt, "lat", "rw=randread\niodepth=64\nruntime=20\ntime_based\nlatency_target=200\n"
+    runtime = 20
+    write(path, job(mnt, "lat", f"rw=randread\niodepth=64\nruntime={runtime}\ntime_based\nlatency_target=200\n"
                                 "latency_window=200ms\nlatency_percentile=99"))
-    ji, jf = iopsd(path), fio(path)
-    for k in ("latency_target", "latency_window", "latency_percentile"):
-        assert ji[k] == jf[k], (k, ji[k], jf[k])
-    assert 1 <= ji["latency_depth"] <= 64, ji["latency_depth"]
-    assert ji["runtime_usec"] < 15e6, f"the search did not end the run: {ji['runtime_usec']}"
-    print(f"latency_target=200us p99: depth {ji['latency_depth']} after {ji['runtime_usec'] / 1e6:.1f} s "
-          f"(fio depth {jf['latency_depth']} after {jf['job_runtime'] / 1000:.1f} s)")
+    seen = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        ji = iopsd(path)
+        wall = time.monotonic() - t0
+        t0 = time.monotonic()
+        jf = fio(path)
+        fio_wall = time.monotonic() - t0
+        for k in ("latency_target", "latency_window", "latency_percentile"):
+            assert ji[k] == jf[k], (k, ji[k], jf[k])
+        assert 1 <= ji["latency_depth"] <= 64, ji["latency_depth"]
+        seen.append((round(wall, 1), ji["latency_depth"], round(fio_wall, 1), jf["latency_depth"]))
+        if wall < runtime - 1:
+            # the report covers the last window only: at least one window
+            # (200 ms) of the search came before it
+            assert ji["runtime_usec"] <= (wall - 0.2) * 1e6, (ji["runtime_usec"], wall)
+            print(f"latency_target=200us p99: depth {ji['latency_depth']}, the run ended after {wall:.1f} s, "
+                  f"its last window {ji['runtime_usec'] / 1e6:.1f} s (fio: depth {jf['latency_depth']} after "
+                  f"{fio_wall:.1f} s, last window {jf['job_runtime'] / 1000:.1f} s)")
+            return
+    fio_ended = sum(r[2] < runtime - 1 for r in seen)
+    raise AssertionError(f"iopsd's search did not end its run in three rounds; fio's did in {fio_ended} "
+                         f"(iopsd s, depth, fio s, depth): {seen}")
 
 
 def main():
