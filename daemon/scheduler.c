@@ -260,8 +260,9 @@ static bool refuse_when_hung(struct sched_probe *p, struct probe_result *res)
 	probe_result_init(res);
 	res->start_realtime_usec = now_usec(CLOCK_REALTIME);
 	if (is_own_stuck) {
-		probe_result_fail(res, p->pc->rw, -ETIMEDOUT, true,
-				  "timed out: the I/O of an earlier run is still pending, not starting another");
+		probe_result_fail(
+		    res, p->pc->rw, -ETIMEDOUT, true,
+		    "timed out: the I/O of an earlier run is still pending, not starting another");
 	} else {
 		probe_result_fail(res, p->pc->rw, -ETIMEDOUT, true,
 				  "timed out: the I/O of probe [%s] on the same filesystem (%u:%u) is still "
