@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "pins.h"
 #include "probe.h"
 #include "probefile.h"
 #include "targets.h"
@@ -68,6 +69,7 @@ struct scheduler {
 	const char *sysfs;
 	scheduler_gate_fn gate;
 	void *gate_userdata;
+	struct pin_store *pins; /* not owned */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC; stop and disk release broadcast it */
@@ -272,6 +274,24 @@ static bool refuse_when_hung(struct sched_probe *p, struct probe_result *res)
 	return true;
 }
 
+/* Keep p's new filesystem pin in the state directory, so that a restart
+ * keeps it (local, and off the main loop: on the probe's thread). */
+static void save_pin(const struct sched_probe *p)
+{
+	int r;
+
+	if (!p->pc->directory || p->directory_dev == 0) {
+		return;
+	}
+	r = pin_store_set(p->s->pins, p->pc->name, p->pc->directory, p->directory_dev);
+	if (r < 0) {
+		log_warning_errno(r,
+				  "Probe [%s]: cannot keep its directory's filesystem in the state "
+				  "directory: %m, ignoring.",
+				  p->pc->name);
+	}
+}
+
 /* Run the probe once into *res. Returns false when the run was cancelled
  * by stop (its partial result is not reported). */
 static bool run_once(struct sched_probe *p, struct probe_result *res)
@@ -318,6 +338,7 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	probe_run_free(run);
 	if (res->success && p->directory_dev == 0) {
 		p->directory_dev = res->directory_dev;
+		save_pin(p);
 	}
 	/* where the target is, found on this thread: the main loop places the
 	 * probe from it without a filesystem call of its own */
@@ -487,6 +508,42 @@ int scheduler_new(scheduler_done_fn done, void *userdata, int wake_fd, const cha
 	return 0;
 }
 
+void scheduler_set_pins(struct scheduler *s, struct pin_store *pins)
+{
+	s->pins = pins;
+}
+
+/* Whether a probe of this generation has pin p's name and directory. */
+static bool is_configured_pin(const struct pin *pin, void *userdata)
+{
+	const struct scheduler *s = userdata;
+
+	for (size_t i = 0; i < s->n_probes; i++) {
+		const struct probe_config *pc = s->probes[i].pc;
+
+		if (pc->directory && strcmp(pc->name, pin->name) == 0 &&
+		    strcmp(pc->directory, pin->directory) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A probe the last generation did not hand over: its directory's pin from
+ * the state directory (an earlier start on this boot). */
+static void restore_pin(struct sched_probe *p)
+{
+	dev_t dev;
+
+	if (p->directory_dev == 0 && p->pc->directory &&
+	    pin_store_get(p->s->pins, p->pc->name, p->pc->directory, &dev)) {
+		p->directory_dev = dev;
+		if (p->fs_dev == 0) {
+			p->fs_dev = dev;
+		}
+	}
+}
+
 void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdata)
 {
 	s->gate = fn;
@@ -529,7 +586,9 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 		p->id = probe_identity_ref(ids[i]);
 		p->sweeps_strays = is_first && p->pc->directory;
 		carry_restore(s, p);
+		restore_pin(p);
 	}
+	pin_store_retain(s->pins, is_configured_pin, s);
 	for (size_t i = 0; i < n; i++) {
 		struct sched_probe *p = &s->probes[i];
 
