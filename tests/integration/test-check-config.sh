@@ -138,6 +138,28 @@ if [ -n "$cg" ]; then
 	in_cgroup "$IOPSD" --check-config --config "$tmp/tasks.conf" >/dev/null ||
 		{ echo "FAIL: numjobs within the cgroup's pids.max (49) refused"; exit 1; }
 	echo "ok: numjobs checked against a cgroup's pids.max of 40 and 49"
+	# a reload is checked the same way: beyond pids.max it fails, and the
+	# running configuration stays
+	echo 45 >"$cg/pids.max"
+	printf '[global]\nrw=randread\ndirectory=%s\nstate_directory=%s\nsize=1m\nnumjobs=4\n[a]\n' "$tmp" "$tmp" >"$tmp/reload.conf"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	# sh execs iopsd: $! is iopsd's
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$IOPSD" --config "$tmp/reload.conf" \
+		--web.listen-address "127.0.0.1:$port" >"$tmp/reload.log" 2>&1 &
+	pid=$!
+	wait_log() {
+		for _ in $(seq 100); do grep -q "$1" "$tmp/reload.log" && return 0; sleep 0.1; done
+		echo "FAIL: no '$1' in the log: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1
+	}
+	wait_log "iopsd started"
+	printf '[b]\n[c]\n' >>"$tmp/reload.conf"
+	kill -HUP "$pid"
+	wait_log "Reload failed"
+	grep -q "$tmp/reload.conf:9: \[c\]: .* 49 threads, more than TasksMax=45" "$tmp/reload.log" ||
+		{ echo "FAIL: a reload beyond pids.max: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1; }
+	kill "$pid"
+	wait "$pid" || { echo "FAIL: iopsd exited with $? after a refused reload: $(cat "$tmp/reload.log")"; exit 1; }
+	echo "ok: a reload beyond the cgroup's pids.max (45) fails and keeps the running configuration"
 else
 	echo "no pids cgroup to run iopsd in (not root, or no pids controller): TasksMax left to test-proclimits"
 fi
