@@ -139,6 +139,13 @@ def main():
         second = t.ProbeWatch(d, "second")
         t.wait_until(lambda: all(p.state()["success"] == 1 for p in (hung, healthy, second)), 20,
                      what="the three probes succeeding")
+        # hang just after the second probe ran: its next run is due well
+        # after the first probe is stuck (OPEN_BOUND + 2 s), even when the
+        # start took long on a loaded machine
+        last = second.state()["last_run"]
+        if time.time() - last > 3:
+            t.wait_until(lambda: second.state()["last_run"] > last, SECOND_INTERVAL + 10,
+                         what="the second probe's next run")
         print("attribute cache expiry: the target resolved, then the filesystem hangs")
         stuck_at = check_while_hung(d, wd, fs, hung, healthy)
         check_second_probe(d, fs, hung, second, stuck_at)
