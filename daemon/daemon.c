@@ -375,7 +375,7 @@ static int daemon_apply_http(struct daemon *d)
 
 	r = http_server_reload(d->http, d->cfg, err, sizeof(err));
 	if (r < 0) {
-		log_error("%s.", err);
+		log_error("%s", err);
 		return r;
 	}
 	if (d->cfg->web_config_file) {
