@@ -28,6 +28,7 @@
 #include "listen.h"
 #include "log.h"
 #include "macro.h"
+#include "pins.h"
 #include "probe.h"
 #include "registry.h"
 #include "scheduler.h"
@@ -365,22 +366,27 @@ static void daemon_apply_sampling(struct daemon *d, struct config *cfg)
 	}
 }
 
-/* The web config file read again, with the new connection limits. */
-static void daemon_apply_http(struct daemon *d)
+/* The web config file read again, with the new connection limits; on
+ * failure (logged) the running web config stays. */
+static int daemon_apply_http(struct daemon *d)
 {
 	char err[512];
 	int r;
 
 	r = http_server_reload(d->http, d->cfg, err, sizeof(err));
 	if (r < 0) {
-		log_error("%s, keeping the running web config.", err);
-	} else if (d->cfg->web_config_file) {
+		log_error("%s", err);
+		return r;
+	}
+	if (d->cfg->web_config_file) {
 		log_info("Reloaded the web config %s.", d->cfg->web_config_file);
 	}
+	return 0;
 }
 
-/* The probes of d->cfg: identities, registry, ceiling gate, scheduler. */
-static void daemon_apply_probes(struct daemon *d)
+/* The probes of d->cfg: identities, registry, ceiling gate, scheduler.
+ * Returns -errno (logged) when they cannot all be set up. */
+static int daemon_apply_probes(struct daemon *d)
 {
 	struct identities ids = {0};
 	int r;
@@ -395,40 +401,70 @@ static void daemon_apply_probes(struct daemon *d)
 	if (r < 0) {
 		/* the gate must not keep probes of the old configuration */
 		ceiling_gate_clear(d->ceiling_gate);
-		log_error_errno(r, "Failed to set up the new probes: %m, not running probes.");
-		return;
+		return log_error_errno(r, "Failed to set up the probes: %m");
 	}
 	/* new probes' devices, before their first runs */
 	daemon_place_probes(d);
 	daemon_publish(d);
 	r = ceiling_gate_set_config(d->ceiling_gate, d->cfg, d->ids.ids);
 	if (r < 0) {
-		log_error_errno(r, "Failed to set up the ceiling probes: %m, not running them.");
+		return log_error_errno(r, "Failed to set up the ceiling probes: %m");
 	}
 	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
-		log_error_errno(r, "Failed to start the probes: %m, not running probes.");
+		return log_error_errno(r, "Failed to start the probes: %m");
 	}
+	return 0;
+}
+
+/* cfg in d->cfg's place for sampling and the probes: -errno (logged) when
+ * they cannot be set up. */
+static int daemon_apply_probing(struct daemon *d, struct config *cfg)
+{
+	daemon_set_log_level(cfg);
+	/* probe threads read the configuration: stop them before it goes */
+	scheduler_stop(d->scheduler);
+	daemon_apply_sampling(d, cfg);
+	return daemon_apply_probes(d);
 }
 
 /* Swap a new, already validated configuration in for the running one (a
- * reload: every module exists). Failures are logged, not returned. The old
- * configuration is freed last, once no module points into it. */
-static void daemon_apply_config(struct daemon *d, struct config *cfg)
+ * reload: every module exists). When a part of it cannot be set up (the
+ * web config it names, threads for its probes) the running configuration
+ * is put back and the reload fails. The configuration that goes is freed
+ * last, once no module points into it. */
+static int daemon_apply_config(struct daemon *d, struct config *cfg)
 {
 	struct config *old = d->cfg;
+	int r;
 
-	daemon_set_log_level(cfg);
 	if (strcmp(old->listen_address, cfg->listen_address) != 0) {
 		log_warning("listen_address changed from %s to %s: takes effect on restart, ignoring.",
 			    old->listen_address, cfg->listen_address);
 	}
-	/* probe threads read the configuration: stop them before it goes */
-	scheduler_stop(d->scheduler);
-	daemon_apply_sampling(d, cfg);
-	daemon_apply_http(d);
-	daemon_apply_probes(d);
+	r = daemon_apply_probing(d, cfg);
+	/* the web config last: one that cannot be loaded changes nothing of
+	 * the server, and the probes can still go back */
+	if (r >= 0) {
+		r = daemon_apply_http(d);
+	}
+	if (r < 0) {
+		if (daemon_apply_probing(d, old) < 0) {
+			log_error("Failed to put the previous probes back in full; see above.");
+		}
+		config_free(cfg);
+		return r;
+	}
 	config_free(old);
+	return 0;
+}
+
+static void reload_failed(struct daemon *d, const char *why)
+{
+	log_error("Reload failed: %s, keeping the running configuration.", why);
+	registry_set_reload(d->registry, false);
+	daemon_publish(d);
+	sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
 }
 
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -441,12 +477,20 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
 		   now_usec(CLOCK_MONOTONIC));
 	r = daemon_load_config(d->args, &cfg);
+	if (r >= 0 && limits_check(cfg) < 0) {
+		config_free(cfg);
+		r = -EINVAL;
+	}
 	if (r < 0) {
-		log_error("Reload failed: the configuration has errors, keeping the running configuration.");
-		sd_notify(0, "READY=1\nSTATUS=Reload failed, running the previous configuration");
+		reload_failed(d, "the configuration has errors");
 		return 0;
 	}
-	daemon_apply_config(d, cfg);
+	if (daemon_apply_config(d, cfg) < 0) {
+		reload_failed(d, "the new configuration could not be set up");
+		return 0;
+	}
+	registry_set_reload(d->registry, true);
+	daemon_publish(d);
 	config_summary(d->cfg, summary, sizeof(summary));
 	log_info("Reloaded %s", summary);
 	sd_notifyf(0, "READY=1\nSTATUS=Running: %s", summary);
@@ -612,6 +656,7 @@ static int daemon_setup_probes(struct daemon *d)
 	}
 	/* ceiling probes wait for a quiet device */
 	scheduler_set_gate(d->scheduler, ceiling_gate_check, d->ceiling_gate);
+	scheduler_set_pins(d->scheduler, d->pins);
 	r = scheduler_start(d->scheduler, d->cfg, d->ids.ids);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to start the probe scheduler: %m");
@@ -654,6 +699,30 @@ static int daemon_setup_http(struct daemon *d)
 	return 0;
 }
 
+/* The state directory, and the probe directories' pins kept there. */
+static int daemon_setup_state(struct daemon *d)
+{
+	size_t dropped = 0;
+	int r;
+
+	if (mkdir(d->cfg->state_directory, 0750) < 0 && errno != EEXIST) {
+		log_warning_errno(errno, "Failed to create state directory %s: %m, ignoring.",
+				  d->cfg->state_directory);
+	}
+	r = pin_store_new(d->cfg->state_directory, &d->pins, &dropped);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to read the probe directories' pins: %m");
+	}
+	if (dropped > 0) {
+		log_info("%s/" PINS_FILE
+			 ": %zu probe directory pin(s) of an earlier boot, whose device numbers "
+			 "may name other filesystems now: each probe pins its directory again at its first "
+			 "good run.",
+			 d->cfg->state_directory, dropped);
+	}
+	return 0;
+}
+
 static int (*const setup_steps[])(struct daemon *d) = {
     daemon_setup_event, daemon_setup_registry, daemon_setup_sampling, daemon_setup_probes, daemon_setup_http,
 };
@@ -676,9 +745,9 @@ int daemon_new(const struct cli_args *args, struct config *cfg, struct daemon **
 	d->publish_log_ratelimit = RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
 	daemon_set_log_level(d->cfg);
 	sd_notify(0, "STATUS=Starting: binding the HTTP socket, taking the first device sample");
-	if (mkdir(d->cfg->state_directory, 0750) < 0 && errno != EEXIST) {
-		log_warning_errno(errno, "Failed to create state directory %s: %m, ignoring.",
-				  d->cfg->state_directory);
+	r = daemon_setup_state(d);
+	if (r < 0) {
+		return r;
 	}
 
 	/* Modules, in dependency order; daemon_free() releases them in reverse. */
@@ -705,6 +774,7 @@ struct daemon *daemon_free(struct daemon *d)
 		log_warning("Probe I/O is still pending in the kernel after %u s, exiting without it.",
 			    (unsigned)(PROBE_THREADS_WAIT_USEC / USEC_PER_SEC));
 	}
+	pin_store_free(d->pins);
 	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);

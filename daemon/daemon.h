@@ -34,6 +34,7 @@ struct daemon {
 	int wake_fd;		   /* eventfd: probe threads ask for a publish */
 	sd_event_source *wake_source;
 	struct scheduler *scheduler;
+	struct pin_store *pins;		   /* the probe directories' filesystems, in the state directory */
 	struct ceiling_gate *ceiling_gate; /* when ceiling probes may run; fed by the sampler */
 	struct http_server *http;
 };

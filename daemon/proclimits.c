@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,52 +15,98 @@
 #include "log.h"
 #include "macro.h"
 
-/* pids.max of the cgroup this process is in (v2, or v1's pids controller);
- * 0 when there is none or it cannot be read. */
-static uint64_t own_pids_max(void)
+/* Whether the comma-separated controller list `list` (len bytes) names
+ * the pids controller. */
+static bool lists_pids(const char *list, size_t len)
 {
-	_cleanup_free_ char *cg = NULL, *max = NULL, *path = NULL;
-	const char *line = NULL;
-	char *nl;
-	uint64_t v;
+	for (const char *c = list; c < list + len;) {
+		const char *comma = memchr(c, ',', (size_t)(list + len - c));
+		size_t n = comma ? (size_t)(comma - c) : (size_t)(list + len - c);
 
-	if (read_virtual_file("/proc/self/cgroup", 1 << 16, &cg) < 0) {
-		return 0;
-	}
-	for (char *p = cg; p && *p; p = nl ? nl + 1 : NULL) {
-		nl = strchr(p, '\n');
-		if (nl) {
-			*nl = '\0';
+		if (n == 4 && strncmp(c, "pids", 4) == 0) {
+			return true;
 		}
-		if (strncmp(p, "0::", 3) == 0 && !line) {
-			line = p + 3;
-		} else if (strstr(p, ":pids:")) {
-			line = strstr(p, ":pids:") + 5;
-			if (asprintf(&path, "/sys/fs/cgroup/pids%s/pids.max", line) < 0) {
-				return 0;
+		c += n + 1;
+	}
+	return false;
+}
+
+char *limits_pids_max_path(const char *proc_cgroup, const char *root)
+{
+	const char *v2 = NULL, *v2_end = NULL;
+	char *path = NULL;
+
+	/* each line: ID:CONTROLLERS:PATH; v1's pids hierarchy wins over v2's */
+	for (const char *p = proc_cgroup; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		const char *c1 = memchr(p, ':', (size_t)(nl - p));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+
+		if (c2 && c2 == c1 + 1 && strncmp(p, "0:", 2) == 0) {
+			v2 = c2 + 1;
+			v2_end = nl;
+		} else if (c2 && lists_pids(c1 + 1, (size_t)(c2 - c1 - 1))) {
+			if (asprintf(&path, "%s/%.*s%.*s/pids.max", root, (int)(c2 - c1 - 1), c1 + 1,
+				     (int)(nl - c2 - 1), c2 + 1) < 0) {
+				return NULL;
 			}
-			break;
+			return path;
 		}
+		p = *nl ? nl + 1 : NULL;
 	}
-	if (!path && (!line || asprintf(&path, "/sys/fs/cgroup%s/pids.max", line) < 0)) {
+	if (v2 && asprintf(&path, "%s%.*s/pids.max", root, (int)(v2_end - v2), v2) < 0) {
+		return NULL;
+	}
+	return path;
+}
+
+uint64_t limits_parse_pids_max(const char *text)
+{
+	unsigned long long v;
+	char *end;
+
+	/* "max" (no limit) and anything that is not a number: none */
+	if (!text || text[0] < '0' || text[0] > '9') {
 		return 0;
 	}
-	if (read_virtual_file(path, 64, &max) < 0 || sscanf(max, "%" SCNu64, &v) != 1) {
-		return 0; /* absent, or "max" */
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno != 0 || (*end != '\0' && strcmp(end, "\n") != 0)) {
+		return 0;
 	}
 	return v;
 }
 
+uint64_t limits_read_pids_max(const char *proc_cgroup_path, const char *root)
+{
+	_cleanup_free_ char *cg = NULL, *max = NULL, *path = NULL;
+
+	if (read_virtual_file(proc_cgroup_path, 1 << 16, &cg) < 0) {
+		return 0;
+	}
+	path = limits_pids_max_path(cg, root);
+	if (!path || read_virtual_file(path, 64, &max) < 0) {
+		return 0;
+	}
+	return limits_parse_pids_max(max);
+}
+
 int limits_check(const struct config *cfg)
 {
-	uint64_t fds = LIMITS_BASE_FDS + cfg->max_connections, tasks = LIMITS_BASE_TASKS;
-	uint64_t nofile = 0, pids = own_pids_max();
 	struct rlimit rl;
-	int r = 0;
+	uint64_t nofile = 0;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
 		nofile = rl.rlim_cur;
 	}
+	return limits_check_against(cfg, nofile, limits_read_pids_max("/proc/self/cgroup", "/sys/fs/cgroup"));
+}
+
+int limits_check_against(const struct config *cfg, uint64_t nofile, uint64_t pids)
+{
+	uint64_t fds = LIMITS_BASE_FDS + cfg->max_connections, tasks = LIMITS_BASE_TASKS;
+	int r = 0;
+
 	for (size_t i = 0; i < cfg->n_probes && r == 0; i++) {
 		const struct probe_config *pc = &cfg->probes[i];
 		unsigned jobs = pc->numjobs ? pc->numjobs : 1;

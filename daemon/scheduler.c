@@ -12,8 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/sysmacros.h>
+
 #include "log.h"
 #include "macro.h"
+#include "pins.h"
 #include "probe.h"
 #include "probefile.h"
 #include "targets.h"
@@ -31,8 +34,11 @@ struct sched_probe {
 	struct probe_identity *id; /* a reference */
 	pthread_t thread;
 	bool has_thread;
-	struct probe_run *run;	 /* under s->lock: the run in progress */
-	struct probe_run *stuck; /* a timed-out run whose threads are still in the kernel */
+	struct probe_run *run; /* under s->lock: the run in progress */
+	/* set and cleared under s->lock (its siblings look at it): a timed-out
+	 * run whose threads are still in the kernel */
+	struct probe_run *stuck;
+	dev_t fs_dev; /* under s->lock: the filesystem (or device) its runs last reached */
 	bool was_failing;
 	int last_error;	     /* the error of the last failure logged */
 	dev_t directory_dev; /* the filesystem of its directory at the first success */
@@ -52,6 +58,7 @@ struct failure_carry {
 	int last_error;
 	uint64_t n_failed;
 	dev_t directory_dev;
+	dev_t fs_dev;
 	struct probe_run *stuck;
 };
 
@@ -62,6 +69,7 @@ struct scheduler {
 	const char *sysfs;
 	scheduler_gate_fn gate;
 	void *gate_userdata;
+	struct pin_store *pins; /* not owned */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC; stop and disk release broadcast it */
@@ -99,7 +107,7 @@ static void carry_save(struct scheduler *s)
 		struct sched_probe *p = &s->probes[i];
 		struct failure_carry *c = &s->carried[s->n_carried];
 
-		if (!p->was_failing && !p->stuck && !p->directory_dev) {
+		if (!p->was_failing && !p->stuck && !p->directory_dev && !p->fs_dev) {
 			continue;
 		}
 		c->name = strdup(p->pc->name);
@@ -114,6 +122,7 @@ static void carry_save(struct scheduler *s)
 		c->last_error = p->last_error;
 		c->n_failed = p->n_failed;
 		c->directory_dev = p->directory_dev;
+		c->fs_dev = p->fs_dev;
 		c->stuck = TAKE_PTR(p->stuck);
 		s->n_carried++;
 	}
@@ -129,6 +138,7 @@ static void carry_restore(struct scheduler *s, struct sched_probe *p)
 			p->last_error = c->last_error;
 			p->n_failed = c->n_failed;
 			p->directory_dev = c->directory_dev;
+			p->fs_dev = c->fs_dev;
 			p->stuck = TAKE_PTR(c->stuck);
 			return;
 		}
@@ -208,6 +218,80 @@ static void release_disk(struct scheduler *s, struct disk_group *g)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A sibling of p whose timed-out run is still in the kernel on the
+ * filesystem (or device) p's runs reach: its name, or NULL. Caller holds
+ * the lock, under which every probe's stuck run is set and cleared. */
+static const char *hung_sibling_locked(const struct sched_probe *p)
+{
+	const struct scheduler *s = p->s;
+
+	for (size_t i = 0; p->fs_dev != 0 && i < s->n_probes; i++) {
+		const struct sched_probe *q = &s->probes[i];
+
+		if (q != p && q->stuck && q->fs_dev == p->fs_dev && probe_run_has_threads(q->stuck)) {
+			return q->pc->name;
+		}
+	}
+	return NULL;
+}
+
+/* Whether p must not start a run: its own last run, or a sibling's on the
+ * same filesystem, is still stuck in the kernel (new I/O would only pile
+ * up behind it, and the run would hang for its whole budget while the
+ * probe still showed its last success). Then *res says so, a timeout. */
+static bool refuse_when_hung(struct sched_probe *p, struct probe_result *res)
+{
+	struct scheduler *s = p->s;
+	struct probe_run *ended = NULL;
+	const char *sibling = NULL;
+	bool is_own_stuck = false;
+	dev_t dev;
+
+	pthread_mutex_lock(&s->lock);
+	is_own_stuck = p->stuck && probe_run_has_threads(p->stuck);
+	if (!is_own_stuck) {
+		ended = TAKE_PTR(p->stuck);
+		sibling = hung_sibling_locked(p);
+	}
+	dev = p->fs_dev;
+	pthread_mutex_unlock(&s->lock);
+	probe_run_free(ended);
+	if (!is_own_stuck && !sibling) {
+		return false;
+	}
+	probe_result_init(res);
+	res->start_realtime_usec = now_usec(CLOCK_REALTIME);
+	if (is_own_stuck) {
+		probe_result_fail(
+		    res, p->pc->rw, -ETIMEDOUT, true,
+		    "timed out: the I/O of an earlier run is still pending, not starting another");
+	} else {
+		probe_result_fail(res, p->pc->rw, -ETIMEDOUT, true,
+				  "timed out: the I/O of probe [%s] on the same filesystem (%u:%u) is still "
+				  "pending, not starting another",
+				  sibling, major(dev), minor(dev));
+	}
+	return true;
+}
+
+/* Keep p's new filesystem pin in the state directory, so that a restart
+ * keeps it (local, and off the main loop: on the probe's thread). */
+static void save_pin(const struct sched_probe *p)
+{
+	int r;
+
+	if (!p->pc->directory || p->directory_dev == 0) {
+		return;
+	}
+	r = pin_store_set(p->s->pins, p->pc->name, p->pc->directory, p->directory_dev);
+	if (r < 0) {
+		log_warning_errno(r,
+				  "Probe [%s]: cannot keep its directory's filesystem in the state "
+				  "directory: %m, ignoring.",
+				  p->pc->name);
+	}
+}
+
 /* Run the probe once into *res. Returns false when the run was cancelled
  * by stop (its partial result is not reported). */
 static bool run_once(struct sched_probe *p, struct probe_result *res)
@@ -222,16 +306,8 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 
 	/* the block size the topology read for the target's device */
 	(void)probe_identity_block_size(p->id, &opts.block_size_dev, &opts.logical_block_size);
-	if (p->stuck) {
-		if (probe_run_has_threads(p->stuck)) {
-			/* do not pile new I/O onto a device that has not answered */
-			probe_result_init(res);
-			probe_result_fail(
-			    res, p->pc->rw, -ETIMEDOUT, true,
-			    "timed out: the I/O of an earlier run is still pending, not starting another");
-			return true;
-		}
-		p->stuck = probe_run_free(p->stuck);
+	if (refuse_when_hung(p, res)) {
+		return true;
 	}
 	r = probe_start(p->pc, &opts, &run);
 	if (r < 0) {
@@ -252,18 +328,21 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	pthread_mutex_lock(&s->lock);
 	p->run = NULL;
 	is_stopping = s->is_stopping;
+	if (res->directory_dev != 0 || res->target_dev != 0) {
+		p->fs_dev = res->directory_dev != 0 ? res->directory_dev : res->target_dev;
+	}
+	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
+		p->stuck = TAKE_PTR(run);
+	}
 	pthread_mutex_unlock(&s->lock);
+	probe_run_free(run);
 	if (res->success && p->directory_dev == 0) {
 		p->directory_dev = res->directory_dev;
+		save_pin(p);
 	}
 	/* where the target is, found on this thread: the main loop places the
 	 * probe from it without a filesystem call of its own */
 	probe_identity_set_target_dev(p->id, res->target_dev);
-	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
-		p->stuck = run;
-	} else {
-		probe_run_free(run);
-	}
 	return !(is_stopping && res->error == -ECANCELED);
 }
 
@@ -429,6 +508,42 @@ int scheduler_new(scheduler_done_fn done, void *userdata, int wake_fd, const cha
 	return 0;
 }
 
+void scheduler_set_pins(struct scheduler *s, struct pin_store *pins)
+{
+	s->pins = pins;
+}
+
+/* Whether a probe of this generation has pin p's name and directory. */
+static bool is_configured_pin(const struct pin *pin, void *userdata)
+{
+	const struct scheduler *s = userdata;
+
+	for (size_t i = 0; i < s->n_probes; i++) {
+		const struct probe_config *pc = s->probes[i].pc;
+
+		if (pc->directory && strcmp(pc->name, pin->name) == 0 &&
+		    strcmp(pc->directory, pin->directory) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A probe the last generation did not hand over: its directory's pin from
+ * the state directory (an earlier start on this boot). */
+static void restore_pin(struct sched_probe *p)
+{
+	dev_t dev;
+
+	if (p->directory_dev == 0 && p->pc->directory &&
+	    pin_store_get(p->s->pins, p->pc->name, p->pc->directory, &dev)) {
+		p->directory_dev = dev;
+		if (p->fs_dev == 0) {
+			p->fs_dev = dev;
+		}
+	}
+}
+
 void scheduler_set_gate(struct scheduler *s, scheduler_gate_fn fn, void *userdata)
 {
 	s->gate = fn;
@@ -471,7 +586,9 @@ int scheduler_start(struct scheduler *s, const struct config *cfg, struct probe_
 		p->id = probe_identity_ref(ids[i]);
 		p->sweeps_strays = is_first && p->pc->directory;
 		carry_restore(s, p);
+		restore_pin(p);
 	}
+	pin_store_retain(s->pins, is_configured_pin, s);
 	for (size_t i = 0; i < n; i++) {
 		struct sched_probe *p = &s->probes[i];
 

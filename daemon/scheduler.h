@@ -9,6 +9,7 @@
 
 #include "config.h"
 
+struct pin_store;
 struct probe_identity;
 struct probe_result;
 struct scheduler;
@@ -31,6 +32,11 @@ typedef void (*scheduler_done_fn)(void *userdata, const struct probe_identity *i
 int scheduler_new(scheduler_done_fn done, void *userdata, int wake_fd, const char *sysfs,
 		  struct scheduler **ret);
 struct scheduler *scheduler_free(struct scheduler *s);
+
+/* The store of the probe directories' filesystem pins (kept, not owned;
+ * may be NULL): a probe starts with its pin from there, and a new pin is
+ * saved there. Call while the scheduler is stopped. */
+void scheduler_set_pins(struct scheduler *s, struct pin_store *pins);
 
 /* Install a gate for the probes it returns non-zero for; call while the
  * scheduler is stopped. `fn` may be NULL to remove it. */

@@ -452,6 +452,12 @@ static int restart_daemons(struct http_server *h, struct web_config *wc)
 int http_server_reload(struct http_server *h, const struct config *cfg, char *err, size_t errlen)
 {
 	struct web_config *wc = NULL;
+	struct config limits = {
+	    .connection_timeout_usec = __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED),
+	    .max_history_points = __atomic_load_n(&h->routes.max_history_points, __ATOMIC_RELAXED),
+	    .max_connections = h->max_connections,
+	    .max_connections_per_ip = h->max_connections_per_ip,
+	};
 	int r;
 
 	if (errlen > 0) {
@@ -465,12 +471,14 @@ int http_server_reload(struct http_server *h, const struct config *cfg, char *er
 	routes_set_web_config(&h->routes, web_config_ref(wc));
 	r = restart_daemons(h, wc);
 	if (r < 0) {
+		/* the running daemons keep theirs: so do the routes and limits */
+		apply_limits(h, &limits);
+		routes_set_web_config(&h->routes, web_config_ref(h->daemons_web));
 		web_config_unref(wc);
 		return errstr_set(
 		    err, errlen, r,
 		    "Failed to start the HTTP server with the new web config and limits (see the "
-		    "libmicrohttpd messages at debug level); basic auth and headers are the new ones, "
-		    "TLS and connection limits the old");
+		    "libmicrohttpd messages at debug level)");
 	}
 	return 0;
 }

@@ -30,6 +30,8 @@ struct registry {
 	uint64_t start_realtime_usec;
 	uint64_t start_monotonic_usec;
 	struct process_stats process; /* registry_set_process() */
+	bool has_failed_reload;	      /* registry_set_reload(), main thread */
+	uint64_t config_loaded_realtime_usec;
 	char hostname[HOST_NAME_MAX + 1];
 	double last_render_seconds;
 	registry_publish_fn publish_hook;
@@ -358,6 +360,8 @@ int registry_publish(struct registry *r)
 	s->last_render_seconds = r->last_render_seconds;
 	memcpy(s->hostname, r->hostname, sizeof(s->hostname));
 	s->process = r->process;
+	s->has_failed_reload = r->has_failed_reload;
+	s->config_loaded_realtime_usec = r->config_loaded_realtime_usec;
 
 	pthread_mutex_lock(&r->lock);
 	s->sample_interval_usec = r->sample_interval_usec;
@@ -391,6 +395,14 @@ int registry_publish(struct registry *r)
 	pthread_mutex_unlock(&r->current_lock);
 	snapshot_unref(old);
 	return 0;
+}
+
+void registry_set_reload(struct registry *r, bool is_ok)
+{
+	r->has_failed_reload = !is_ok;
+	if (is_ok) {
+		r->config_loaded_realtime_usec = now_usec(CLOCK_REALTIME);
+	}
 }
 
 void registry_set_process(struct registry *r, const struct process_stats *p, const char *hostname)

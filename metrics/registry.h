@@ -76,12 +76,19 @@ struct snapshot {
 				     * /metrics pre-render), see registry_set_publish_hook() */
 	bool is_healthy;
 	char health_reason[256];
+	bool has_failed_reload;		      /* the last reload kept the previous configuration */
+	uint64_t config_loaded_realtime_usec; /* the start's or the last good reload's; 0: the start */
 };
 
 struct snapshot *snapshot_ref(struct snapshot *s);
 struct snapshot *snapshot_unref(struct snapshot *s);
 
 struct registry;
+
+/* The outcome of a reload, on the main thread: whether the new
+ * configuration is in force (then from now on), or the previous one runs
+ * on. Published with the next snapshot. */
+void registry_set_reload(struct registry *r, bool is_ok);
 
 int registry_new(struct registry **ret);
 struct registry *registry_free(struct registry *r);

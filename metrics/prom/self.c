@@ -31,6 +31,16 @@ void prom_render_self(struct prom_writer *w, const struct snapshot *s)
 		    "When the daemon started, seconds since the epoch.");
 	prom_sample(w, "iopsd_start_time_seconds", NULL, 0,
 		    (double)s->start_realtime_usec / (double)USEC_PER_SEC);
+	prom_family(w, "iopsd_config_last_reload_successful", FAMILY_GAUGE,
+		    "0 when the last reload failed and the previous configuration runs on, else 1.");
+	prom_sample(w, "iopsd_config_last_reload_successful", NULL, 0, s->has_failed_reload ? 0 : 1);
+	prom_family(w, "iopsd_config_last_reload_success_timestamp_seconds", FAMILY_GAUGE,
+		    "When the running configuration was loaded (the start or the last good reload), seconds "
+		    "since the epoch.");
+	prom_sample(w, "iopsd_config_last_reload_success_timestamp_seconds", NULL, 0,
+		    (double)(s->config_loaded_realtime_usec ? s->config_loaded_realtime_usec
+							    : s->start_realtime_usec) /
+			(double)USEC_PER_SEC);
 
 	if (!p->available) {
 		return;

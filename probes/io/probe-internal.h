@@ -22,8 +22,13 @@
 /* After a cancel or a missed deadline, how long probe_wait() still waits
  * for the threads to report. */
 #define GRACE_NS (1000 * NSEC_PER_MSEC)
-/* Budget for opening the target and creating the jobs, and the slowest
- * layout rate iopsd waits for. */
+/* Budget for opening the target (its directory, .iopsd and an existing
+ * probe file, or the device) and creating the jobs: a filesystem that does
+ * not answer an open is a timeout after this long, not after a layout's
+ * budget. */
+#define OPEN_BUDGET_NS (10 * NSEC_PER_SEC)
+/* Budget for a run that lays out its file, and the slowest layout rate
+ * iopsd waits for. */
 #define PREPARE_BUDGET_NS	 (30 * NSEC_PER_SEC)
 #define LAYOUT_MIN_BYTES_PER_SEC (1ULL << 20)
 #define BUF_ALIGN		 4096
@@ -129,7 +134,11 @@ struct run {
 	bool is_released;  /* jobs may leave the start line: */
 	bool go;	   /* ...and run (false: a job could not set up) */
 	uint64_t cancel_ns;
+	uint64_t prepare_start_ns;
+	/* the open's deadline, until a layout starts: then the layout's */
 	uint64_t prepare_deadline_ns;
+	uint64_t layout_deadline_ns;
+	bool is_laying_out;
 	uint64_t start_ns;
 	unsigned n_ready, n_finished;
 	struct probe_result result;

@@ -161,10 +161,12 @@ int probe_start(const struct probe_config *pc, const struct probe_options *o, st
 	if (k < 0) {
 		return k;
 	}
-	r->prepare_deadline_ns = now_nsec(CLOCK_MONOTONIC) + PREPARE_BUDGET_NS;
+	r->prepare_start_ns = now_nsec(CLOCK_MONOTONIC);
+	r->layout_deadline_ns = r->prepare_start_ns + PREPARE_BUDGET_NS;
 	if (pc->directory) {
-		r->prepare_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
+		r->layout_deadline_ns += pc->size / LAYOUT_MIN_BYTES_PER_SEC * NSEC_PER_SEC;
 	}
+	r->prepare_deadline_ns = r->prepare_start_ns + OPEN_BUDGET_NS;
 	run_ref(r);
 	e = thread_spawn(r, run_main, r);
 	if (e != 0) {
@@ -186,6 +188,27 @@ void probe_cancel(struct probe_run *run)
 	pthread_mutex_lock(&r->lock);
 	run_cancel_locked(r);
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* The result of a run whose threads did not report in time: where it hung.
+ * Caller holds the lock. */
+static void wait_fail_locked(const struct run *r, struct probe_result *ret, bool was_cancelled)
+{
+	if (was_cancelled) {
+		probe_result_fail(ret, r->rw, -ECANCELED, false, "cancelled; %s did not stop its I/O in time",
+				  r->target);
+	} else if (r->phase == PHASE_PREPARE && !r->is_laying_out) {
+		probe_result_fail(ret, r->rw, -ETIMEDOUT, true,
+				  "timed out: opening %s did not answer within %" PRIu64 " s", r->target,
+				  (uint64_t)(OPEN_BUDGET_NS / NSEC_PER_SEC));
+	} else if (r->phase == PHASE_PREPARE) {
+		probe_result_fail(ret, r->rw, -ETIMEDOUT, true,
+				  "timed out: laying out %s did not answer within %" PRIu64 " s", r->target,
+				  (r->layout_deadline_ns - r->prepare_start_ns) / NSEC_PER_SEC);
+	} else {
+		probe_result_fail(ret, r->rw, -ETIMEDOUT, true,
+				  "timed out: %s did not answer within the run's budget", r->target);
+	}
 }
 
 void probe_wait(struct probe_run *run, struct probe_result *ret)
@@ -213,11 +236,7 @@ void probe_wait(struct probe_run *run, struct probe_result *ret)
 
 			probe_result_init(ret);
 			ret->start_realtime_usec = now_usec(CLOCK_REALTIME);
-			probe_result_fail(ret, r->rw, was_cancelled ? -ECANCELED : -ETIMEDOUT, !was_cancelled,
-					  was_cancelled
-					      ? "cancelled; %s did not stop its I/O in time"
-					      : "timed out: %s did not answer within the run's budget",
-					  r->target);
+			wait_fail_locked(r, ret, was_cancelled);
 			run_cancel_locked(r);
 			run_abandon(r);
 			break;

@@ -430,7 +430,8 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	if (expect_dev != 0 && st.st_dev != expect_dev) {
 		errstr_set(msg, msg_len, 0,
 			   "%s is now on another filesystem (device %s, was %s): unmounted? Not probing the "
-			   "filesystem underneath; restart iopsd if the change is meant",
+			   "filesystem underneath (if the move is meant: remove the probe's line from the "
+			   "pins file of iopsd's state directory, then restart iopsd)",
 			   directory, dev_string(st.st_dev, now, sizeof(now)),
 			   dev_string(expect_dev, was, sizeof(was)));
 		return -EXDEV;

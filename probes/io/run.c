@@ -70,11 +70,21 @@ static void run_destroy(struct run *r)
 
 DEFINE_REFCOUNT(struct run, run, run_destroy);
 
+/* Asked before each layout chunk: the first call ends the open, and the
+ * run's deadline becomes the layout's. */
 static bool layout_should_stop(void *userdata)
 {
 	struct run *r = userdata;
+	uint64_t deadline;
 
-	return run_is_cancelled(r) || now_nsec(CLOCK_MONOTONIC) >= r->prepare_deadline_ns;
+	pthread_mutex_lock(&r->lock);
+	if (!r->is_laying_out) {
+		r->is_laying_out = true;
+		r->prepare_deadline_ns = r->layout_deadline_ns;
+	}
+	deadline = r->prepare_deadline_ns;
+	pthread_mutex_unlock(&r->lock);
+	return run_is_cancelled(r) || now_nsec(CLOCK_MONOTONIC) >= deadline;
 }
 
 /* The logical block size of device dev, which the target is on: the
@@ -132,7 +142,7 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 			k = -ETIMEDOUT;
 			errstr_set(res->message, sizeof(res->message), 0,
 				   "laying out %s took longer than %" PRIu64 " s", r->target,
-				   (r->prepare_deadline_ns - r->start_ns) / NSEC_PER_SEC);
+				   (r->layout_deadline_ns - r->prepare_start_ns) / NSEC_PER_SEC);
 		}
 		if (k == -EMFILE) {
 			errstr_set(res->message, sizeof(res->message), 0,

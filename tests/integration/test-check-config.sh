@@ -60,7 +60,8 @@ set -e
 # a config the daemon's user may not read is EX_NOINPUT too, not a config
 # error; as root, read it as nobody (root reads any file)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cg=""
+trap 'rm -rf "$tmp"; [ -z "$cg" ] || rmdir "$cg"' EXIT
 cp "$fx/valid/fio-seed.conf" "$tmp/secret.conf"
 chmod 0600 "$tmp/secret.conf"
 chmod 0755 "$tmp"
@@ -114,6 +115,54 @@ set -e
 	{ echo "FAIL: nrfiles beyond LimitNOFILE: exit $rc: $err"; exit 1; }
 prlimit --nofile=4096 "$IOPSD" --check-config --config "$tmp/nofile.conf" >/dev/null ||
 	{ echo "FAIL: nrfiles within LimitNOFILE refused"; exit 1; }
+# ... and their threads against the cgroup's pids.max (the unit's
+# TasksMax), as /proc/self/cgroup names it: iopsd in a cgroup of its own
+# (v1's pids hierarchy, or v2's where the root delegates pids)
+if [ "$(id -u)" -eq 0 ] && [ -d /sys/fs/cgroup/pids ]; then
+	cg=/sys/fs/cgroup/pids/iopsd-check-config-$$
+elif [ "$(id -u)" -eq 0 ] && grep -qw pids /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+	cg=/sys/fs/cgroup/iopsd-check-config-$$
+fi
+if [ -n "$cg" ]; then
+	mkdir "$cg"
+	in_cgroup() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
+	# 16 for the daemon, then 1 + 2 * (1 + numjobs) a probe: 27, 38, 49
+	printf '[global]\nrw=randread\ndirectory=%s\nnumjobs=4\n[a]\n[b]\n[c]\n' "$tmp" >"$tmp/tasks.conf"
+	echo 40 >"$cg/pids.max"
+	set +e
+	err=$(in_cgroup "$IOPSD" --check-config --config "$tmp/tasks.conf" 2>&1); rc=$?
+	set -e
+	[ "$rc" -eq 78 ] && echo "$err" | grep -q "$tmp/tasks.conf:7: \[c\]: .* 49 threads, more than TasksMax=40" ||
+		{ echo "FAIL: numjobs beyond the cgroup's pids.max (40): exit $rc: $err"; exit 1; }
+	echo 49 >"$cg/pids.max"
+	in_cgroup "$IOPSD" --check-config --config "$tmp/tasks.conf" >/dev/null ||
+		{ echo "FAIL: numjobs within the cgroup's pids.max (49) refused"; exit 1; }
+	echo "ok: numjobs checked against a cgroup's pids.max of 40 and 49"
+	# a reload is checked the same way: beyond pids.max it fails, and the
+	# running configuration stays
+	echo 45 >"$cg/pids.max"
+	printf '[global]\nrw=randread\ndirectory=%s\nstate_directory=%s\nsize=1m\nnumjobs=4\n[a]\n' "$tmp" "$tmp" >"$tmp/reload.conf"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	# sh execs iopsd: $! is iopsd's
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$IOPSD" --config "$tmp/reload.conf" \
+		--web.listen-address "127.0.0.1:$port" >"$tmp/reload.log" 2>&1 &
+	pid=$!
+	wait_log() {
+		for _ in $(seq 100); do grep -q "$1" "$tmp/reload.log" && return 0; sleep 0.1; done
+		echo "FAIL: no '$1' in the log: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1
+	}
+	wait_log "iopsd started"
+	printf '[b]\n[c]\n' >>"$tmp/reload.conf"
+	kill -HUP "$pid"
+	wait_log "Reload failed"
+	grep -q "$tmp/reload.conf:9: \[c\]: .* 49 threads, more than TasksMax=45" "$tmp/reload.log" ||
+		{ echo "FAIL: a reload beyond pids.max: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1; }
+	kill "$pid"
+	wait "$pid" || { echo "FAIL: iopsd exited with $? after a refused reload: $(cat "$tmp/reload.log")"; exit 1; }
+	echo "ok: a reload beyond the cgroup's pids.max (45) fails and keeps the running configuration"
+else
+	echo "no pids cgroup to run iopsd in (not root, or no pids controller): TasksMax left to test-proclimits"
+fi
 # the one setting a reload cannot apply says so, in --check-config as in the log
 printf '[global]\nlisten_address=127.0.0.1:9477\n' >"$tmp/listen.conf"
 err=$("$IOPSD" --check-config --config "$tmp/listen.conf" 2>&1 >/dev/null)

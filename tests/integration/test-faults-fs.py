@@ -2,7 +2,7 @@
 """Filesystem faults under a running daemon, on a real ext4 loop mount full
 of user files: probe directory removed, read-only remount (EROFS), a full
 filesystem (ENOSPC before and during the layout's writes), lazy umount of
-the mount the probe writes to, .iopsd swapped for a symlink, the probe file
+the mount the probe writes to (and a restart while it is gone), .iopsd swapped for a symlink, the probe file
 deleted, truncated, replaced by a symlink to a block device, by a FIFO or
 by a hard link to a user's file, and directory= naming a block device. Each fault:
 the daemon keeps serving, iopsd_probe_errors_total{reason} counts it,
@@ -86,6 +86,7 @@ def run_faults(fs, raw):
             os.mkdir(os.path.join(mnt, sub))
         allowed = {".iopsd", "victim", "rdir"}
 
+        fs_dev = os.stat(mnt).st_dev
         d = t.Daemon(CONFIG.format(mnt=mnt, raw=raw.path))
         d.start()
         root, victim, reader, blockdir = (t.ProbeWatch(d, n) for n in ("root", "victim", "reader", "blockdir"))
@@ -152,11 +153,22 @@ def run_faults(fs, raw):
         assert root.failures_logged() - logged <= 2, d.read_log()
 
         # 5. the mount under the probe directory goes away (lazy umount):
-        #    never a write into the filesystem underneath
+        #    never a write into the filesystem underneath, also after a
+        #    restart (the pin is kept in the state directory)
         m = root.mark()
         fs.umount(lazy=True)
         assert root.expect_failing("enoent", mark=m) == 1, d.read_log()
         assert os.listdir(mnt) == [], f"iopsd wrote under the unmounted mount point: {os.listdir(mnt)}"
+        with open(os.path.join(d.tmp, "pins")) as f:
+            pins = f.read()
+        assert f"pin {os.major(fs_dev)}:{os.minor(fs_dev)} root {mnt}\n" in pins, pins
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+        m = root.mark()
+        d.start()
+        assert root.expect_failing("enoent", mark=m) == 1, d.read_log()
+        assert os.listdir(mnt) == [], \
+            f"a restarted iopsd wrote under the unmounted mount point: {os.listdir(mnt)}"
         fs.mount()
         root.expect_recovered()
         reader.expect_recovered()
@@ -229,9 +241,10 @@ def run_faults(fs, raw):
         blockdir.expect_failing("other", runs=3)
 
         # the daemon kept running through everything, the block device named
-        # by directory= failed with one log line in total
+        # by directory= failed with one log line in total for each of the
+        # two processes (the restart in 5.)
         assert d.proc.poll() is None
-        assert blockdir.failures_logged() == 1, d.read_log()
+        assert blockdir.failures_logged() == 2, d.read_log()
         assert blockdir.state()["success"] == 0
         rc, _ = d.stop()
         assert rc == 0, rc

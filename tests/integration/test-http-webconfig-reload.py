@@ -4,7 +4,14 @@ from the file gets 401 afterwards, and after the certificate and key are
 swapped new connections see the new certificate (connections already open
 may finish with the old one). The remaining user keeps getting 200. The
 connection limits apply at a reload too (max_connections_per_ip lowered to
-2: a third connection from one address is refused)."""
+2: a third connection from one address is refused).
+
+A reload that fails halfway (the configuration loads, but the web config it
+names cannot: a certificate that is not there) keeps the running
+configuration whole: the probe the new one adds does not start, the
+connection limit and the web config stay the old ones, the log says
+"Reload failed" and iopsd_config_last_reload_successful is 0, until a
+reload that succeeds sets it back to 1."""
 import base64
 import http.client
 import os
@@ -20,6 +27,17 @@ CONFIG = """[global]
 sample_interval=1s
 state_directory=@TMP@
 max_connections_per_ip={per_ip}
+"""
+
+# added by the reload that fails halfway
+PROBE = """
+[added]
+rw=randread
+directory=@TMP@
+bs=4k
+size=1m
+runtime=100ms
+interval=1s
 """
 
 
@@ -43,8 +61,9 @@ def write_web(path, cert, users):
         f.write("basic_auth_users:\n" + "".join(f"  {u}: {h}\n" for u, h in users.items()))
 
 
-def get(port, user, password, path="/api/v1/status"):
-    """(status, the server's certificate in DER) over a new connection."""
+def get(port, user, password, path="/api/v1/status", body=None):
+    """(status, the server's certificate in DER) over a new connection;
+    the answer's text into body[0] when body is a list."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -54,7 +73,9 @@ def get(port, user, password, path="/api/v1/status"):
         c.request("GET", path, headers={"Authorization": f"Basic {auth}"})
         cert = c.sock.getpeercert(binary_form=True)
         r = c.getresponse()
-        r.read()
+        text = r.read().decode()
+        if body is not None:
+            body[:] = [text]
         return r.status, cert
     finally:
         c.close()
@@ -103,11 +124,65 @@ def main():
                 c.close()
         t.wait_until(lambda: _up(d), 10, what="connections again once the two are closed")
         print("ok: max_connections_per_ip=2 from the reload holds for new connections")
+        check_failed_reload(d, web, users, cert_b)
         rc, _ = d.stop()
         assert rc == 0, f"iopsd exited with {rc}:\n{d.read_log()[-3000:]}"
     finally:
         d.cleanup()
     print("PASS")
+
+
+def metrics(d):
+    body = []
+    status, _ = get(d.port, "alice", "wonder land", "/metrics", body)
+    assert status == 200, status
+    return body[0]
+
+
+def third_connection_refused(port):
+    held = [held_connection(port) for _ in range(2)]
+    try:
+        get(port, "alice", "wonder land")
+        return False
+    except (OSError, http.client.HTTPException):
+        return True
+    finally:
+        for c in held:
+            c.close()
+
+
+def check_failed_reload(d, web, users, cert_b):
+    with open(web, "w") as f:
+        f.write("tls_server_config:\n  cert_file: missing.pem\n  key_file: missing.key\n")
+        f.write("basic_auth_users:\n" + "".join(f"  {u}: {h}\n" for u, h in users.items()))
+    with open(d.config, "w") as f:
+        f.write((CONFIG.format(per_ip=16) + PROBE).replace("@TMP@", d.tmp))
+    failed, reloads = d.read_log().count("Reload failed"), d.read_log().count("Reloaded")
+    d.signal(1)  # SIGHUP
+    t.wait_until(lambda: d.read_log().count("Reload failed") > failed, 10, what="the reload to fail")
+    time.sleep(2)  # the added probe would have run by now
+    log = d.read_log()
+    assert log.count("Reloaded") == reloads, "a reload whose web config cannot be loaded says it reloaded"
+    m = metrics(d)
+    assert t.metric_value(m, "iopsd_config_last_reload_successful") == 0, \
+        "iopsd_config_last_reload_successful is not 0 after a failed reload"
+    assert t.metric_value(m, "iopsd_probe_success", {"probe": "added"}) is None, \
+        "the probe of a configuration whose reload failed runs"
+    status, cert = get(d.port, "alice", "wonder land")
+    assert (status, cert) == (200, cert_b), "the running web config did not stay after a failed reload"
+    assert third_connection_refused(d.port), "max_connections_per_ip of the failed reload applies"
+    t.wait_until(lambda: _up(d), 10, what="connections again once the two are closed")
+    print("ok: a reload whose web config cannot be loaded fails whole: the old probes, limits and "
+          "web config stay, iopsd_config_last_reload_successful 0")
+
+    write_web(web, "b", users)
+    d.signal(1)
+    t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 10, what="the good reload")
+    t.wait_until(lambda: t.metric_value(metrics(d), "iopsd_probe_success", {"probe": "added"}) == 1, 10,
+                 what="the added probe succeeding")
+    assert t.metric_value(metrics(d), "iopsd_config_last_reload_successful") == 1
+    assert not third_connection_refused(d.port), "max_connections_per_ip=16 of the good reload does not apply"
+    print("ok: the next good reload applies it all, iopsd_config_last_reload_successful 1")
 
 
 def held_connection(port):

@@ -8,9 +8,13 @@ server. While the filesystem hangs:
   - device samples keep coming every second;
   - /metrics answers within 1 s;
   - the watchdog (WATCHDOG_USEC, NOTIFY_SOCKET read by the test) is fed;
-  - the hung probe alone reports a timeout (within the prepare budget, for
-    a run that hangs opening its file): a probe on another filesystem keeps
-    running and succeeding.
+  - the hung probe reports a timeout within the open's own bound (10 s),
+    not the layout's budget (30 s and more), saying that opening hung: a
+    probe on another filesystem keeps running and succeeding;
+  - a second probe on the hung filesystem, due after the first is stuck,
+    does not start a run that would hang behind it (and keep showing its
+    last success meanwhile): it fails at once, a timeout naming the stuck
+    probe, with no new call blocked in the filesystem.
 When the filesystem answers again the hung probe recovers by itself."""
 import os
 import sys
@@ -28,6 +32,11 @@ runtime=100ms
 interval=1s
 rate_iops=200
 
+[second]
+rw=randread
+interval={second_interval}s
+directory={fuse}/q
+
 [hung]
 rw=randread
 directory={fuse}/p
@@ -37,9 +46,12 @@ rw=randread
 directory={ext4}
 """
 
-# a run that hangs opening its file times out after the prepare budget
-# (30 s and a second per MiB): the checks go on until then
-HANG_SECONDS = 45
+# a run that hangs opening its file times out after the open's bound
+# (10 s, then 1 s of grace) at its next run (interval 1 s); the layout's
+# budget would be 31 s
+OPEN_BOUND = 10
+HANG_SECONDS = 30
+SECOND_INTERVAL = 20
 WATCHDOG_USEC = 3_000_000  # fed every 1.5 s
 
 
@@ -73,13 +85,39 @@ def check_while_hung(d, wd, fs, hung, healthy):
     assert worst_age < 2.5, f"device samples stopped while a filesystem hung ({worst_age:.1f} s old)"
     assert gap < WATCHDOG_USEC / 1e6, f"the watchdog went {gap:.1f} s without WATCHDOG=1"
     st = hung.state()
+    took = time.monotonic() - t0
     assert hung.errors("timeout") > timeouts_before, f"the hung probe reports no timeout: {st}"
     assert st["success"] == 0, st
+    print(f"  the hung probe timed out {took:.1f} s after the filesystem hung: {hung.last_failure()}")
+    assert took < OPEN_BOUND + 6, \
+        f"a run hanging in its open timed out after {took:.1f} s, not on the open's bound ({OPEN_BOUND} s)"
+    assert f"opening {fs.mountpoint}/p/" in hung.last_failure() and \
+        f"within {OPEN_BOUND} s" in hung.last_failure(), hung.last_failure()
     hs = healthy.state()
     assert hs["success"] == 1 and hs["last_run"] > healthy_before["last_run"], \
         f"the probe on another filesystem stopped: {hs}"
     assert sum(hs["errors"].values()) == sum(healthy_before["errors"].values()), \
         f"the probe on another filesystem reports errors: {hs}"
+    return st["last_run"]
+
+
+def check_second_probe(d, fs, hung, second, stuck_at):
+    """`second` (interval 20 s) last ran before the filesystem hung; its
+    next run is due after `hung` got stuck (realtime `stuck_at`)."""
+    before = second.state()
+    blocked = fs.blocked()
+    assert before["success"] == 1 and before["last_run"] + SECOND_INTERVAL > stuck_at + 1, \
+        f"inconclusive: the second probe was due before the first was stuck ({before}, stuck at {stuck_at:.1f})"
+    t.wait_until(lambda: second.state()["last_run"] > before["last_run"], SECOND_INTERVAL + 10,
+                 what="the second probe's next run")
+    st = second.state()
+    line = second.last_failure()
+    print(f"  second probe on the hung filesystem: success {st['success']}, "
+          f"{fs.blocked()} call(s) blocked (was {blocked}): {line}")
+    assert st["success"] == 0, f"the second probe on the hung filesystem reports success: {st}"
+    assert st["errors"]["timeout"] == before["errors"]["timeout"] + 1, st
+    assert "the I/O of probe [hung] on the same filesystem" in line and "still pending" in line, line
+    assert fs.blocked() == blocked, f"the second probe's run hangs too: {blocked} -> {fs.blocked()} blocked calls"
 
 
 def main():
@@ -92,15 +130,25 @@ def main():
     try:
         ext4 = t.Ext4Mount("reliability-hungfs-ok", 32, in_memory=True)
         os.mkdir(os.path.join(fs.backing, "p"))
-        d = t.Daemon(CONFIG.format(fuse=fs.mountpoint, ext4=ext4.mountpoint))
+        os.mkdir(os.path.join(fs.backing, "q"))
+        d = t.Daemon(CONFIG.format(fuse=fs.mountpoint, ext4=ext4.mountpoint, second_interval=SECOND_INTERVAL))
         wd = t.WatchdogSocket(d.tmp, WATCHDOG_USEC)
         d.env.update(wd.env())
         d.start()
         hung, healthy = t.ProbeWatch(d, "hung"), t.ProbeWatch(d, "healthy")
-        t.wait_until(lambda: hung.state()["success"] == 1 and healthy.state()["success"] == 1, 20,
-                     what="both probes succeeding")
+        second = t.ProbeWatch(d, "second")
+        t.wait_until(lambda: all(p.state()["success"] == 1 for p in (hung, healthy, second)), 20,
+                     what="the three probes succeeding")
+        # hang just after the second probe ran: its next run is due well
+        # after the first probe is stuck (OPEN_BOUND + 2 s), even when the
+        # start took long on a loaded machine
+        last = second.state()["last_run"]
+        if time.time() - last > 3:
+            t.wait_until(lambda: second.state()["last_run"] > last, SECOND_INTERVAL + 10,
+                         what="the second probe's next run")
         print("attribute cache expiry: the target resolved, then the filesystem hangs")
-        check_while_hung(d, wd, fs, hung, healthy)
+        stuck_at = check_while_hung(d, wd, fs, hung, healthy)
+        check_second_probe(d, fs, hung, second, stuck_at)
         fs.release()
         hung.expect_recovered(timeout=20)
         print("  recovered after the filesystem answered again")
