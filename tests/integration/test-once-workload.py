@@ -3,7 +3,9 @@
 (ext4 on a loop device, O_DIRECT, libaio) or against what the key asks:
 
 - thinktime: a QD1 job pausing 50 ms every 4 I/Os does as many I/Os as
-  fio's (within 15%);
+  fio's (within 15%); thinktime_spin spends the CPU time fio's does;
+  thinktime_iotime pauses after that much I/O time, not after every I/O;
+  thinktime_blocks_type=complete and issue count as fio counts;
 - rate_process=poisson: rate_iops=300 gives 300 IOPS (within 10%) whose
   500 ms samples spread as Poisson arrivals do (stddev near sqrt(2 x 300)),
   like fio's, where linear pacing gives nearly none;
@@ -66,6 +68,69 @@ def check_thinktime(mnt, d):
     # the pauses rule: a loaded machine oversleeps them, in both
     assert abs(i - f) <= 0.15 * f, f"thinktime: fio {f} I/Os, iopsd {i}"
     print(f"thinktime=50ms every 4: fio {f} I/Os, iopsd {i}")
+
+
+def check_thinktime_spin(mnt, d):
+    """thinktime_spin=15ms of thinktime=20ms after each I/O: the job spends
+    about three quarters of its time on the CPU (usr_cpu), as fio's does;
+    without the spin, next to none. The spin is wall-clock time: a loaded
+    machine takes CPU time from both; a round where fio's spin shows under
+    40% says nothing and runs again."""
+    path = os.path.join(d, "spin.fio")
+    body = "rw=randread\niodepth=1\nruntime=2\ntime_based\nthinktime=20ms\n"
+    write(path, job(mnt, "spin", body))
+    plain = iopsd(path)["usr_cpu"]
+    assert plain < 20, f"thinktime without spin: usr_cpu {plain:.1f}%"
+    write(path, job(mnt, "spin", body + "thinktime_spin=15ms"))
+    seen = []
+    for _ in range(3):
+        f, i = fio(path)["usr_cpu"], iopsd(path)["usr_cpu"]
+        seen.append((round(f, 1), round(i, 1)))
+        if f >= 40:
+            assert abs(i - f) <= 20, f"thinktime_spin=15ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}%"
+            print(f"thinktime_spin=15ms of 20ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}% (no spin: {plain:.1f}%)")
+            return
+    raise AssertionError(f"inconclusive: fio's spin under 40% in three rounds (fio, iopsd): {seen}")
+
+
+def check_thinktime_iotime(mnt, d):
+    """thinktime_iotime=200ms without thinktime_blocks: 200 ms of I/O, then
+    a 200 ms pause: each tool does about half the I/Os of the same job
+    without thinktime (fio counts no blocks then; a block count of 1 would
+    pause after every I/O, no pauses would leave all of them)."""
+    path = os.path.join(d, "iotime.fio")
+    body = "rw=randread\niodepth=1\nruntime=2\ntime_based\n"
+    write(path, job(mnt, "iotime", body))
+    fa, ia = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    write(path, job(mnt, "iotime", body + "thinktime=200ms\nthinktime_iotime=200ms"))
+    fp, ip = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    rf, ri = fp / fa, ip / ia
+    # fio reads the clock at each I/O with thinktime_iotime, which slows
+    # its I/O down a little: half, within what that and the load allow
+    assert 0.25 <= rf <= 0.7, f"fio: {fp} of {fa} I/Os with the pauses"
+    assert 0.3 <= ri <= 0.7, f"thinktime_iotime=200ms: iopsd {ip} of {ia} I/Os ({ri:.2f}), fio {rf:.2f}"
+    print(f"thinktime_iotime=200ms, thinktime=200ms: I/Os against no pauses fio {rf:.2f}, iopsd {ri:.2f}")
+
+
+def check_thinktime_blocks_type(mnt, d):
+    """thinktime_blocks=4 at iodepth=16: counted at issue, a pause after
+    each 4 I/Os; counted at completion, the pause falls due once the queue
+    is full and 4 have completed, and the I/Os that complete while it
+    drains count towards the next pause (fio reads the count before it
+    drains): about 2.3 times as many I/Os in fio. iopsd's issue count is
+    fio's (within 15%), its complete count within 25% (their reaping
+    differs) and well above the issue count, as fio's."""
+    path = os.path.join(d, "btype.fio")
+    got = {}
+    for ty in ("issue", "complete"):
+        write(path, job(mnt, "btype", "rw=randread\niodepth=16\nruntime=2\ntime_based\nthinktime=20ms\n"
+                                      f"thinktime_blocks=4\nthinktime_blocks_type={ty}"))
+        got[ty] = (fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"])
+    (fi, ii), (fc, ic) = got["issue"], got["complete"]
+    assert fc > 1.5 * fi, f"fio: complete {fc} I/Os, issue {fi}"
+    assert abs(ii - fi) <= 0.15 * fi, f"thinktime_blocks_type=issue: fio {fi} I/Os, iopsd {ii}"
+    assert abs(ic - fc) <= 0.25 * fc and ic > 1.5 * ii, f"thinktime_blocks_type=complete: fio {fc}, iopsd {ic}"
+    print(f"thinktime_blocks=4 type issue: fio {fi} I/Os, iopsd {ii}; type complete: fio {fc}, iopsd {ic}")
 
 
 def check_poisson(mnt, d):
@@ -303,6 +368,9 @@ def main():
         mnt = fs.mountpoint
         d = fs.loop.dir
         check_thinktime(mnt, d)
+        check_thinktime_spin(mnt, d)
+        check_thinktime_iotime(mnt, d)
+        check_thinktime_blocks_type(mnt, d)
         check_poisson(mnt, d)
         check_prio(mnt, d)
         check_cmdprio(mnt, d)
