@@ -91,6 +91,7 @@ static int job_setup(struct job *j)
 	if (e < 0) {
 		return e;
 	}
+	iogen_buf_job_init(&r->buf, &j->buf, j->index);
 	return iogen_job_init(&r->gen, j->index, r->seed, &j->gen);
 }
 

@@ -14,7 +14,8 @@
   own priority (strace decodes IOCB_FLAG_IOPRIO);
 - buffer_pattern, buffer_compress_percentage, dedupe_percentage: the
   probe file's blocks after a write job hold the pattern, compress to the
-  share asked, repeat as often as asked;
+  share asked, repeat as often as asked; dedupe_global shares the working
+  set between jobs as fio's does;
 - wait_for: the job starts when the named one has ended;
 - flow: two jobs of weights 1 and 8 issue 1:8, in iopsd as in fio;
 - ss: a steady job ends once ss_dur seconds are within the limit;
@@ -255,6 +256,46 @@ def check_buffers(mnt, d):
           f"dedupe 50%: {unique:.2f} unique")
 
 
+def blocks_of(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return [data[i:i + 4096] for i in range(0, len(data), 4096)]
+
+
+def check_dedupe_global(mnt, d):
+    """fio-examples' dedupe-global, smaller: jobs [a] and [b] write 8m
+    each, half their writes from a working set of half the blocks. Its
+    share of unique blocks in [a]'s file, and the share of [b]'s blocks
+    also in [a]'s, are fio's (within 0.08): with dedupe_global=1 the two
+    jobs share their set (about half of [b] is in [a]), without it nothing."""
+    path = os.path.join(d, "dedupe.fio")
+    for g in (1, 0):
+        write(path, f"[global]\ndirectory={mnt}\nioengine=libaio\ndirect=1\niodepth=4\nsize=8m\nbs=4k\n"
+                    f"rw=write\ndedupe_mode=working_set\ndedupe_global={g}\ndedupe_percentage=50\n"
+                    "dedupe_working_set_percentage=50\n[a]\n[b]\n")
+        figures = []
+        for files in (lambda: fio(path) and ("a.0.0", "b.0.0"),
+                      lambda: iopsd_all(path) and (".iopsd/a.dat", ".iopsd/b.dat")):
+            a, b = (blocks_of(os.path.join(mnt, f)) for f in files())
+            seen = set(a)
+            figures.append((len(seen) / len(a), sum(x in seen for x in b) / len(b)))
+        (fu, fb), (iu, ib) = figures
+        assert abs(iu - fu) <= 0.08 and abs(ib - fb) <= 0.08, \
+            f"dedupe_global={g}: [a] unique, [b] in [a]: fio {fu:.2f} {fb:.2f}, iopsd {iu:.2f} {ib:.2f}"
+        assert (fb > 0.3) if g else (fb < 0.01), (g, fb)
+        print(f"dedupe_global={g}: [a]'s blocks unique fio {fu:.2f}, iopsd {iu:.2f}; [b]'s in [a] fio {fb:.2f}, "
+              f"iopsd {ib:.2f}")
+
+
+def iopsd_all(path):
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", path], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    jobs = json.loads(p.stdout)["jobs"]
+    assert all(j["success"] for j in jobs), [j["message"] for j in jobs]
+    return jobs
+
+
 def check_wait_for(mnt, d):
     """[b] wait_for=a starts when [a] has ended; [c] runs beside [a]."""
     path = os.path.join(d, "waitfor.fio")
@@ -375,6 +416,7 @@ def main():
         check_prio(mnt, d)
         check_cmdprio(mnt, d)
         check_buffers(mnt, d)
+        check_dedupe_global(mnt, d)
         check_wait_for(mnt, d)
         check_flow(mnt, d)
         check_steadystate(mnt, d)
