@@ -570,8 +570,7 @@ void *job_main(void *userdata)
 	pthread_mutex_unlock(&r->lock);
 
 	if (go) {
-		uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
-
+		j->run_t0_ns = now_nsec(CLOCK_MONOTONIC);
 		j->fio.interval_ns = r->start_ns + r->ramp_ns;
 		j->poisson_due_ns = r->start_ns;
 		j->think_ns = r->start_ns;
@@ -579,7 +578,7 @@ void *job_main(void *userdata)
 		job_rusage(j, -1);
 		job_loop(j);
 		job_rusage(j, 1);
-		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
+		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - j->run_t0_ns) / NSEC_PER_MSEC;
 	}
 	pthread_mutex_lock(&r->lock);
 	r->n_finished++;

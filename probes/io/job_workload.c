@@ -329,7 +329,11 @@ static void lat_end_run(struct job *j, uint64_t now)
 		histogram_init(&o->lat);
 		o->fio = (struct fiostat_dir){0};
 	}
-	j->fio = (struct fiostat_job){.interval_ns = now, .run_msec = j->fio.run_msec};
+	j->fio = (struct fiostat_job){.interval_ns = now};
+	/* fio's reset_all_stats(): job_runtime and the CPU figures are the
+	 * last window's */
+	j->run_t0_ns = now;
+	job_rusage(j, -1);
 	j->lat.is_end_run = true;
 	while (prev < now && !__atomic_compare_exchange_n(&j->run->lat_measure_ns, &prev, now, false,
 							  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {

@@ -44,6 +44,7 @@ struct job {
 	const struct engine_ops *ops;
 	struct engine *eng;
 	unsigned depth;
+	uint64_t run_t0_ns; /* when the job began, or latency_target's last window */
 	void *bufs;
 	struct slot *slots;
 	struct slot **free_slots;

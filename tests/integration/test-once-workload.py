@@ -11,7 +11,8 @@
   like fio's, where linear pacing gives nearly none;
 - prioclass/prio: ioprio_get(2) on the job threads while they run;
 - cmdprio_percentage=20: a fifth of the io_submit calls carry the I/O's
-  own priority (strace decodes IOCB_FLAG_IOPRIO);
+  own priority (strace decodes IOCB_FLAG_IOPRIO); on io_uring, a fifth
+  of the reads reach the block layer with it (block_rq_issue), as fio's;
 - buffer_pattern, buffer_compress_percentage, dedupe_percentage: the
   probe file's blocks after a write job hold the pattern, compress to the
   share asked, repeat as often as asked; dedupe_global shares the working
@@ -19,7 +20,8 @@
 - wait_for: the job starts when the named one has ended;
 - flow: two jobs of weights 1 and 8 issue 1:8, in iopsd as in fio;
 - ss: a steady job ends once ss_dur seconds are within the limit;
-- latency_target: the depth search ends the run and reports as fio's."""
+- latency_target: the depth search ends the run and reports as fio's;
+  latency_run=1 keeps it going for the whole runtime, as fio's."""
 import ctypes
 import json
 import os
@@ -69,6 +71,14 @@ def check_thinktime(mnt, d):
     # the pauses rule: a loaded machine oversleeps them, in both
     assert abs(i - f) <= 0.15 * f, f"thinktime: fio {f} I/Os, iopsd {i}"
     print(f"thinktime=50ms every 4: fio {f} I/Os, iopsd {i}")
+
+
+def forget(mnt, *names):
+    """Remove the jobs' files, fio's and iopsd's: the filesystem is small."""
+    for name in names:
+        for path in (os.path.join(mnt, f"{name}.0.0"), os.path.join(mnt, ".iopsd", f"{name}.dat")):
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def check_thinktime_spin(mnt, d):
@@ -228,6 +238,68 @@ def check_cmdprio(mnt, d):
         assert all(prio in c for c in marked), marked[:1]
         assert abs(len(marked) / len(sized) - want) <= 0.06, (size, len(marked), len(sized))
         print(f"cmdprio_bssplit: {len(marked)} of {len(sized)} {size}-byte reads with {prio}")
+
+
+class BlockTrace:
+    """block:block_rq_issue on one device, in a tracefs instance of its own
+    (tracefs mounted for the test where it is not): each request's rwbs and
+    ioprio ("be,0,3": class, hint, level)."""
+    ROOT = "/sys/kernel/tracing"
+
+    def __init__(self, dev_path):
+        self.mounted = False
+        if not os.path.isdir(os.path.join(self.ROOT, "events")):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=True)
+            self.mounted = True
+        st = os.stat(dev_path)
+        self.devt = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+        self.dir = os.path.join(self.ROOT, "instances", f"iopsd-test-{os.getpid()}")
+        os.mkdir(self.dir)
+        self.event = os.path.join(self.dir, "events", "block", "block_rq_issue")
+        write(os.path.join(self.event, "filter"), f"dev == {self.devt}")
+
+    def record(self, cmd, **kw):
+        """Run cmd while tracing; the read requests' ioprio strings."""
+        write(os.path.join(self.dir, "trace"), "")
+        write(os.path.join(self.event, "enable"), "1")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+        finally:
+            write(os.path.join(self.event, "enable"), "0")
+        assert p.returncode == 0, p.stderr[-2000:]
+        with open(os.path.join(self.dir, "trace")) as f:
+            lines = [line.split("block_rq_issue: ", 1)[1] for line in f if "block_rq_issue: " in line]
+        # "7,4 R 4096 () 51202 + 8 be,0,3 [iopsd]"
+        return [line.split()[-2] for line in lines if "R" in line.split()[1]]
+
+    def cleanup(self):
+        os.rmdir(self.dir)
+        if self.mounted:
+            subprocess.run(["umount", self.ROOT], check=False)
+
+
+def check_cmdprio_uring(mnt, d, dev):
+    """cmdprio_percentage=20 on io_uring: a fifth of the reads reach the
+    block layer (block_rq_issue on the loop device) with class 2 level 3,
+    the rest at the thread's own, in iopsd as in fio (io_uring's SQEs are in
+    shared memory, out of strace's sight)."""
+    path = os.path.join(d, "cmdprio-uring.fio")
+    write(path, job(mnt, "cpuring", "rw=randread\niodepth=4\nnumber_ios=2000\ncmdprio_percentage=20\n"
+                                    "cmdprio_class=2\ncmdprio=3").replace("ioengine=libaio", "ioengine=io_uring"))
+    trace = BlockTrace(dev)
+    try:
+        shares = {}
+        for name, cmd in (("fio", ["fio", path]),
+                          ("iopsd", [t.IOPSD, "--once", "--output-format=json", "--config", path])):
+            prios = trace.record(cmd)
+            assert len(prios) >= 1800, f"{name}: {len(prios)} reads traced"
+            marked = sum(p == "be,0,3" for p in prios)
+            shares[name] = marked / len(prios)
+            assert abs(shares[name] - 0.2) <= 0.05, f"{name}: {marked} of {len(prios)} reads at be,0,3"
+    finally:
+        trace.cleanup()
+    print(f"cmdprio_percentage=20 on io_uring: reads at class 2 level 3 fio {shares['fio']:.2f}, "
+          f"iopsd {shares['iopsd']:.2f}")
 
 
 def probe_blocks(mnt, name):
@@ -392,6 +464,8 @@ def check_latency_target(mnt, d):
             # the report covers the last window only: at least one window
             # (200 ms) of the search came before it
             assert ji["runtime_usec"] <= (wall - 0.2) * 1e6, (ji["runtime_usec"], wall)
+            # job_runtime too, as fio's reset_all_stats() makes it
+            assert abs(ji["job_runtime"] - ji["runtime_usec"] / 1000) <= 50, (ji["job_runtime"], ji["runtime_usec"])
             print(f"latency_target=200us p99: depth {ji['latency_depth']}, the run ended after {wall:.1f} s, "
                   f"its last window {ji['runtime_usec'] / 1e6:.1f} s (fio: depth {jf['latency_depth']} after "
                   f"{fio_wall:.1f} s, last window {jf['job_runtime'] / 1000:.1f} s)")
@@ -399,6 +473,34 @@ def check_latency_target(mnt, d):
     fio_ended = sum(r[2] < runtime - 1 for r in seen)
     raise AssertionError(f"iopsd's search did not end its run in three rounds; fio's did in {fio_ended} "
                          f"(iopsd s, depth, fio s, depth): {seen}")
+
+
+def check_latency_run(mnt, d):
+    """latency_target=500ms, which every window meets: the search doubles
+    the depth to iodepth=16 and, without latency_run, ends the run a window
+    later, its figures (job_runtime) that window's, as fio's; with
+    latency_run=1 the job runs its whole 4 s runtime, as fio's. Neither
+    depends on the machine's load: no window can miss the target."""
+    path = os.path.join(d, "latrun.fio")
+    body = ("rw=randread\niodepth=16\nruntime=4\ntime_based\nlatency_target=500ms\nlatency_window=200ms\n"
+            "latency_percentile=99\n")
+    figures = {}
+    for lr in (0, 1):
+        write(path, job(mnt, "latrun", body + f"latency_run={lr}"))
+        t0 = time.monotonic()
+        ji = iopsd(path)
+        wall = time.monotonic() - t0
+        jf = fio(path)
+        figures[lr] = (round(wall, 1), ji["job_runtime"], jf["job_runtime"])
+        if lr:
+            assert wall >= 3.9 and ji["job_runtime"] >= 3900, f"latency_run=1: {wall:.1f} s, {ji['job_runtime']} ms"
+            assert jf["job_runtime"] >= 3900, f"fio's latency_run=1 job ran {jf['job_runtime']} ms"
+        else:
+            assert wall < 3.5 and ji["job_runtime"] <= 400, f"latency_run=0: {wall:.1f} s, {ji['job_runtime']} ms"
+            assert jf["job_runtime"] <= 400, f"fio's search ran {jf['job_runtime']} ms"
+        assert ji["latency_depth"] == jf["latency_depth"] == 16, (ji["latency_depth"], jf["latency_depth"])
+    print("latency_target=500ms (iopsd wall s, job_runtime ms, fio job_runtime ms): "
+          f"latency_run=0 {figures[0]}, latency_run=1 {figures[1]}")
 
 
 def main():
@@ -412,15 +514,21 @@ def main():
         check_thinktime_spin(mnt, d)
         check_thinktime_iotime(mnt, d)
         check_thinktime_blocks_type(mnt, d)
+        forget(mnt, "spin", "iotime", "btype")
         check_poisson(mnt, d)
         check_prio(mnt, d)
         check_cmdprio(mnt, d)
+        check_cmdprio_uring(mnt, d, fs.loop.path)
+        forget(mnt, "cpuring")
         check_buffers(mnt, d)
         check_dedupe_global(mnt, d)
+        forget(mnt, "a", "b")
         check_wait_for(mnt, d)
         check_flow(mnt, d)
         check_steadystate(mnt, d)
         check_latency_target(mnt, d)
+        check_latency_run(mnt, d)
+        forget(mnt, "latrun")
         print("ok: fio's workload keys do in --once what they do in fio")
     finally:
         fs.cleanup()
