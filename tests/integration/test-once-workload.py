@@ -499,8 +499,15 @@ def check_latency_run(mnt, d):
             assert wall < 3.5 and ji["job_runtime"] <= 400, f"latency_run=0: {wall:.1f} s, {ji['job_runtime']} ms"
             assert jf["job_runtime"] <= 400, f"fio's search ran {jf['job_runtime']} ms"
         assert ji["latency_depth"] == jf["latency_depth"] == 16, (ji["latency_depth"], jf["latency_depth"])
+    # fio 3.33's normal output: the target in ns, the window in us
+    lines = []
+    for cmd in (["fio", path], [t.IOPSD, "--once", "--config", path]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-2000:]
+        lines.append(next(x.strip() for x in p.stdout.splitlines() if x.strip().startswith("latency   : target=")))
+    assert lines[0] == lines[1], f"fio: {lines[0]!r}, iopsd: {lines[1]!r}"
     print("latency_target=500ms (iopsd wall s, job_runtime ms, fio job_runtime ms): "
-          f"latency_run=0 {figures[0]}, latency_run=1 {figures[1]}")
+          f"latency_run=0 {figures[0]}, latency_run=1 {figures[1]}; normal output as fio's: {lines[1]}")
 
 
 def main():
