@@ -399,7 +399,7 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 			if (l->inflight + j->n_batch > 0) {
 				break;
 			}
-			job_pace_wait(j, job_think_spin(j));
+			job_pace_wait(j, job_think_spin(j, l->stop_at));
 			job_think_done(j);
 			l->now = now_nsec(CLOCK_MONOTONIC);
 			continue;
@@ -478,6 +478,10 @@ static bool job_reap(struct job *j, struct io_loop *l)
 		j->n_reaped++;
 		l->inflight--;
 		reaped++;
+		/* fio reaps one completion at a time by default
+		 * (iodepth_batch_complete_max) and asks about thinktime after
+		 * each: a pause falls due at the first that completes its blocks */
+		(void)job_think_due(j, l->now);
 	}
 	fiostat_mark_complete(&j->fio, reaped);
 	job_sample(j, l->now);

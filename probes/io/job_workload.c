@@ -99,16 +99,21 @@ bool job_think_due(struct job *j, uint64_t now)
 	return true;
 }
 
-uint64_t job_think_spin(struct job *j)
+/* As fio, neither the spin nor the sleep goes past the runtime. */
+uint64_t job_think_spin(struct job *j, uint64_t stop_at)
 {
 	const struct probe_workload *wl = &j->run->layout_pc.wl;
-	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC), end = t0 + wl->thinktime_usec * NSEC_PER_USEC;
 	uint64_t spin =
 	    wl->thinktime_spin_usec < wl->thinktime_usec ? wl->thinktime_spin_usec : wl->thinktime_usec;
+	uint64_t spin_end = t0 + spin * NSEC_PER_USEC;
 
-	while (now_nsec(CLOCK_MONOTONIC) - t0 < spin * NSEC_PER_USEC && !run_is_cancelled(j->run)) {
+	if (spin_end > stop_at) {
+		spin_end = stop_at;
 	}
-	return t0 + wl->thinktime_usec * NSEC_PER_USEC;
+	while (now_nsec(CLOCK_MONOTONIC) < spin_end && !run_is_cancelled(j->run)) {
+	}
+	return end < stop_at ? end : stop_at;
 }
 
 void job_think_done(struct job *j)

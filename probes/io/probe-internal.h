@@ -170,8 +170,9 @@ void *job_main(void *userdata);
 /* job_workload.c: fio's workload keys and side figures in a job's loop */
 uint16_t job_cmdprio(struct job *j, int d, uint64_t len);
 bool job_think_due(struct job *j, uint64_t now);
-/* thinktime_spin's spin; returns when the sleep that follows ends */
-uint64_t job_think_spin(struct job *j);
+/* thinktime_spin's spin; returns when the sleep that follows ends (neither
+ * past stop_at) */
+uint64_t job_think_spin(struct job *j, uint64_t stop_at);
 void job_think_done(struct job *j);
 bool job_flow_held(const struct job *j, uint64_t now, uint64_t *ret_due);
 void job_flow_issued(struct job *j);

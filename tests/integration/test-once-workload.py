@@ -25,6 +25,7 @@
 import ctypes
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -81,67 +82,104 @@ def forget(mnt, *names):
                 os.unlink(path)
 
 
+def fio_guarded(path, timeout=30):
+    """fio's JSON job, or None when fio hangs: fio 3.33 sleeps for ever
+    when thinktime_spin's spin overruns thinktime (a loaded machine
+    preempts it), which later fio fixed. Its job process is fio's child:
+    the whole session goes."""
+    p = subprocess.Popen(["fio", "--output-format=json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
+    assert p.returncode == 0, (p.returncode, err[-2000:])
+    return json.loads(out[out.index("{"):])["jobs"][0]
+
+
 def check_thinktime_spin(mnt, d):
-    """thinktime_spin=15ms of thinktime=20ms after each I/O: the job spends
-    about three quarters of its time on the CPU (usr_cpu), as fio's does;
-    without the spin, next to none. The spin is wall-clock time: a loaded
-    machine takes CPU time from both; a round where fio's spin shows under
-    40% says nothing and runs again."""
+    """thinktime_spin=10ms of thinktime=20ms after each I/O: the job spends
+    about half its time on the CPU (usr_cpu), as fio's does; without the
+    spin, next to none. The spin is wall-clock time: a loaded machine
+    takes CPU time from both; a round where fio's spin shows under 30%, or
+    fio hangs (fio_guarded()), says nothing and runs again."""
     path = os.path.join(d, "spin.fio")
     body = "rw=randread\niodepth=1\nruntime=2\ntime_based\nthinktime=20ms\n"
     write(path, job(mnt, "spin", body))
     plain = iopsd(path)["usr_cpu"]
-    assert plain < 20, f"thinktime without spin: usr_cpu {plain:.1f}%"
-    write(path, job(mnt, "spin", body + "thinktime_spin=15ms"))
+    assert plain < 15, f"thinktime without spin: usr_cpu {plain:.1f}%"
+    write(path, job(mnt, "spin", body + "thinktime_spin=10ms"))
     seen = []
     for _ in range(3):
-        f, i = fio(path)["usr_cpu"], iopsd(path)["usr_cpu"]
-        seen.append((round(f, 1), round(i, 1)))
-        if f >= 40:
-            assert abs(i - f) <= 20, f"thinktime_spin=15ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}%"
-            print(f"thinktime_spin=15ms of 20ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}% (no spin: {plain:.1f}%)")
+        jf = fio_guarded(path)
+        f, i = (jf["usr_cpu"] if jf else None), iopsd(path)["usr_cpu"]
+        seen.append((f and round(f, 1), round(i, 1)))
+        if f is not None and f >= 30:
+            assert abs(i - f) <= 20, f"thinktime_spin=10ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}%"
+            print(f"thinktime_spin=10ms of 20ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}% (no spin: {plain:.1f}%)")
             return
-    raise AssertionError(f"inconclusive: fio's spin under 40% in three rounds (fio, iopsd): {seen}")
+    raise AssertionError(f"inconclusive: fio's spin under 30% or hung in three rounds (fio, iopsd): {seen}")
 
 
 def check_thinktime_iotime(mnt, d):
-    """thinktime_iotime=200ms without thinktime_blocks: 200 ms of I/O, then
-    a 200 ms pause: each tool does about half the I/Os of the same job
-    without thinktime (fio counts no blocks then; a block count of 1 would
-    pause after every I/O, no pauses would leave all of them)."""
+    """thinktime_iotime=250ms without thinktime_blocks, thinktime=1s, 2.5 s:
+    250 ms of I/O, a 1 s pause, 250 ms, a pause: iopsd does about a fifth
+    of the I/Os of the same job without thinktime (fio counts no blocks
+    then). A block count of 1 would pause after every I/O (next to none),
+    no pauses would leave all of them. That is fio's schedule since it
+    measures the I/O time from the end of a pause; fio 3.33 (Debian's)
+    counts the first pause into it, so its first I/O phase is 1.25 s and
+    it does about 0.6: fio's figure is held to one of the two. The share
+    moves with the load (an idle pause leaves the I/O phases more CPU, and
+    the rate without pauses is another run's): iopsd's within 0.05 to 0.5,
+    fio's within 0.3 of its schedule's. The last pause is cut at the end of
+    the runtime, as fio cuts it."""
     path = os.path.join(d, "iotime.fio")
-    body = "rw=randread\niodepth=1\nruntime=2\ntime_based\n"
+    body = "rw=randread\niodepth=1\nruntime=2500ms\ntime_based\n"
     write(path, job(mnt, "iotime", body))
     fa, ia = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
-    write(path, job(mnt, "iotime", body + "thinktime=200ms\nthinktime_iotime=200ms"))
-    fp, ip = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    write(path, job(mnt, "iotime", body + "thinktime=1s\nthinktime_iotime=250ms"))
+    jp = iopsd(path)
+    fp, ip = fio(path)["read"]["total_ios"], jp["read"]["total_ios"]
     rf, ri = fp / fa, ip / ia
-    # fio reads the clock at each I/O with thinktime_iotime, which slows
-    # its I/O down a little: half, within what that and the load allow
-    assert 0.25 <= rf <= 0.7, f"fio: {fp} of {fa} I/Os with the pauses"
-    assert 0.3 <= ri <= 0.7, f"thinktime_iotime=200ms: iopsd {ip} of {ia} I/Os ({ri:.2f}), fio {rf:.2f}"
-    print(f"thinktime_iotime=200ms, thinktime=200ms: I/Os against no pauses fio {rf:.2f}, iopsd {ri:.2f}")
+    assert min(abs(rf - 0.2), abs(rf - 0.6)) <= 0.3, f"fio: {fp} of {fa} I/Os with the pauses"
+    assert 0.05 <= ri <= 0.5, f"thinktime_iotime=250ms: iopsd {ip} of {ia} I/Os ({ri:.2f}), fio {rf:.2f}"
+    # the last pause ends with the runtime, as fio's
+    assert jp["job_runtime"] <= 2600, jp["job_runtime"]
+    print(f"thinktime_iotime=250ms, thinktime=1s: I/Os against no pauses iopsd {ri:.2f} (a fifth), "
+          f"fio {rf:.2f} (3.33's schedule: 0.6)")
 
 
 def check_thinktime_blocks_type(mnt, d):
     """thinktime_blocks=4 at iodepth=16: counted at issue, a pause after
-    each 4 I/Os; counted at completion, the pause falls due once the queue
-    is full and 4 have completed, and the I/Os that complete while it
-    drains count towards the next pause (fio reads the count before it
-    drains): about 2.3 times as many I/Os in fio. iopsd's issue count is
-    fio's (within 15%), its complete count within 25% (their reaping
-    differs) and well above the issue count, as fio's."""
+    each 4 I/Os, in iopsd as in fio (within 15%). Counted at completion,
+    the pause falls due once the queue is full and 4 have completed, and
+    the I/Os that complete while it drains count towards the next pause
+    (fio reads the count before it drains, after each completion it reaps
+    one at a time): fio alternates full queues with single I/Os, about 9 a
+    pause. iopsd within 20% of fio's count, where a count taken after the
+    drain, or after a whole batch of completions, gives the whole queue
+    (16 a pause, 70% over fio's); the count moves with the load, and a
+    round outside runs again, three fail."""
     path = os.path.join(d, "btype.fio")
-    got = {}
-    for ty in ("issue", "complete"):
-        write(path, job(mnt, "btype", "rw=randread\niodepth=16\nruntime=2\ntime_based\nthinktime=20ms\n"
-                                      f"thinktime_blocks=4\nthinktime_blocks_type={ty}"))
-        got[ty] = (fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"])
-    (fi, ii), (fc, ic) = got["issue"], got["complete"]
-    assert fc > 1.5 * fi, f"fio: complete {fc} I/Os, issue {fi}"
+    body = "rw=randread\niodepth=16\nruntime=2\ntime_based\nthinktime=20ms\nthinktime_blocks=4\n"
+    write(path, job(mnt, "btype", body + "thinktime_blocks_type=issue"))
+    fi, ii = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
     assert abs(ii - fi) <= 0.15 * fi, f"thinktime_blocks_type=issue: fio {fi} I/Os, iopsd {ii}"
-    assert abs(ic - fc) <= 0.25 * fc and ic > 1.5 * ii, f"thinktime_blocks_type=complete: fio {fc}, iopsd {ic}"
-    print(f"thinktime_blocks=4 type issue: fio {fi} I/Os, iopsd {ii}; type complete: fio {fc}, iopsd {ic}")
+    write(path, job(mnt, "btype", body + "thinktime_blocks_type=complete"))
+    seen = []
+    for _ in range(3):
+        fc, ic = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+        seen.append((fc, ic))
+        assert fc > 1.5 * fi, f"fio: complete {fc} I/Os, issue {fi}"
+        if abs(ic - fc) <= 0.2 * fc:
+            print(f"thinktime_blocks=4 type issue: fio {fi} I/Os, iopsd {ii}; type complete: fio {fc}, iopsd {ic}"
+                  f" (rounds {seen})")
+            return
+    raise AssertionError(f"thinktime_blocks_type=complete: iopsd off fio's by over 20% in three rounds "
+                         f"(fio, iopsd): {seen}")
 
 
 def check_poisson(mnt, d):
