@@ -418,7 +418,8 @@ const struct config_key config_keys[] = {
     PROBE("thinktime_blocks_type", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "complete (a pause after that many completed, draining first) or issue"),
     PROBE("thinktime_iotime", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
-	  "a pause also after this much I/O time (a bare number is seconds)"),
+	  "a pause also after this much I/O time (a bare number is seconds); without thinktime_blocks, only "
+	  "after it, as fio"),
     PROBE("rate_process", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
 	  "linear, or poisson: rate_iops as a Poisson process (exponential gaps)"),
     PROBE("latency_target", NULL, NULL, CONFIG_KIND_SPECIAL, CONFIG_SPECIAL_WORKLOAD, wl, 0, 0, 0,
