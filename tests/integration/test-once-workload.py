@@ -372,6 +372,13 @@ def blocks_of(path):
     return [data[i:i + 4096] for i in range(0, len(data), 4096)]
 
 
+def dedupe_shares(mnt, file_a, file_b):
+    """The share of unique blocks in file_a, and of file_b's blocks in it."""
+    a, b = blocks_of(os.path.join(mnt, file_a)), blocks_of(os.path.join(mnt, file_b))
+    seen = set(a)
+    return len(seen) / len(a), sum(x in seen for x in b) / len(b)
+
+
 def check_dedupe_global(mnt, d):
     """fio-examples' dedupe-global, smaller: jobs [a] and [b] write 8m
     each, half their writes from a working set of half the blocks. Its
@@ -383,13 +390,10 @@ def check_dedupe_global(mnt, d):
         write(path, f"[global]\ndirectory={mnt}\nioengine=libaio\ndirect=1\niodepth=4\nsize=8m\nbs=4k\n"
                     f"rw=write\ndedupe_mode=working_set\ndedupe_global={g}\ndedupe_percentage=50\n"
                     "dedupe_working_set_percentage=50\n[a]\n[b]\n")
-        figures = []
-        for files in (lambda: fio(path) and ("a.0.0", "b.0.0"),
-                      lambda: iopsd_all(path) and (".iopsd/a.dat", ".iopsd/b.dat")):
-            a, b = (blocks_of(os.path.join(mnt, f)) for f in files())
-            seen = set(a)
-            figures.append((len(seen) / len(a), sum(x in seen for x in b) / len(b)))
-        (fu, fb), (iu, ib) = figures
+        fio(path)
+        fu, fb = dedupe_shares(mnt, "a.0.0", "b.0.0")
+        iopsd_all(path)
+        iu, ib = dedupe_shares(mnt, ".iopsd/a.dat", ".iopsd/b.dat")
         assert abs(iu - fu) <= 0.08 and abs(ib - fb) <= 0.08, \
             f"dedupe_global={g}: [a] unique, [b] in [a]: fio {fu:.2f} {fb:.2f}, iopsd {iu:.2f} {ib:.2f}"
         assert (fb > 0.3) if g else (fb < 0.01), (g, fb)
