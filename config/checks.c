@@ -184,12 +184,28 @@ static void check_provider(struct parser *p, const struct device_config *dc)
 	note_overrides(p, dc);
 }
 
+/* fio numbers the jobs of a file in order (numjobs= clones after their
+ * job): dedupe_global's working set is spread over all of them. */
+static void number_jobs(struct config *c)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < c->n_probes; i++) {
+		c->probes[i].wl.dedupe_job_base = n;
+		n += c->probes[i].numjobs;
+	}
+	for (size_t i = 0; i < c->n_probes; i++) {
+		c->probes[i].wl.dedupe_jobs = n;
+	}
+}
+
 void config_checks_run(struct parser *p)
 {
 	struct config *c = p->cfg;
 
 	check_memory_limits(p);
 	check_probe_files(p);
+	number_jobs(c);
 	for (size_t i = 0; i < c->n_probes; i++) {
 		struct probe_config *pc = &c->probes[i];
 

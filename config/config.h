@@ -106,6 +106,8 @@ struct probe_workload {
 	bool is_dedupe_working_set;	    /* dedupe_mode=working_set (else repeat) */
 	unsigned dedupe_ws_pct;		    /* dedupe_working_set_percentage, 0: 5 */
 	bool is_dedupe_global;		    /* dedupe_global */
+	unsigned dedupe_job_base;	    /* fio's thread number of the first job, less one */
+	unsigned dedupe_jobs;		    /* the jobs of the file, all probes' */
 	unsigned prioclass, prio;	    /* ioprio of the job's I/O, when has_*: */
 	bool has_prioclass, has_prio;
 	unsigned cmdprio_pct[_PROBE_DIR_MAX]; /* cmdprio_percentage */

@@ -49,10 +49,14 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return 1;
 	}
 	k = lookup_key(p, key);
+	if (!k && config_key_find(key, CONFIG_SCOPE_PROBE) && config_section_instance_as_job(p)) {
+		k = lookup_key(p, key);
+	}
 	if (!k) {
 		config_value_unknown_key(p, key);
 		return 1;
 	}
+	p->n_keys++;
 	/* by table entry, so that bs= and blocksize= are one key however long
 	 * the section */
 	i = config_key_index(k);

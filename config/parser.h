@@ -40,6 +40,7 @@ struct parser {
 	enum section_kind kind;
 	char section[128];
 	unsigned section_line;
+	unsigned n_keys;	/* keys set in this section so far */
 	unsigned seen;		/* CONFIG_SEEN_*: set in this section or inherited from [global] */
 	unsigned explicit_seen; /* set in this section */
 	unsigned rwmixwrite;
@@ -69,6 +70,10 @@ const char *config_expand_value(struct parser *p, const char *key, const char *v
 
 /* A "[name]" line opens a section; the previous one is finished first. */
 void config_section_begin(struct parser *p, const char *name, unsigned line);
+/* fio reads [instance] as a job named instance: an [instance] section
+ * whose first key is a job's (not one of [instance]'s) becomes one. Returns
+ * whether it did. */
+bool config_section_instance_as_job(struct parser *p);
 /* Finish the current section (a probe's target, conflicts and layout). */
 void config_section_end(struct parser *p);
 

@@ -281,18 +281,12 @@ static bool valid_probe_name(const char *s)
 static void begin_device(struct parser *p, const char *name, unsigned line)
 {
 	struct config *c = p->cfg;
-	const char *dev = name + (name[6] ? 7 : 6);
+	const char *dev = name + 7;
 
 	while (*dev == ' ') {
 		dev++;
 	}
 	p->kind = SECTION_NONE;
-	if (!*dev) {
-		parser_error(p, line,
-			     "[device] needs a name: [device NAME] with a device name (nvme1n1) or a mount "
-			     "point (/data)");
-		return;
-	}
 	for (size_t i = 0; i < c->n_devices; i++) {
 		if (strcmp(c->devices[i].name, dev) == 0) {
 			parser_error(p, line, "duplicate section [device %s]: first defined on line %u", dev,
@@ -321,6 +315,19 @@ static void begin_instance(struct parser *p, unsigned line)
 	ic->is_declared = true;
 	ic->line = line;
 	p->kind = SECTION_INSTANCE;
+}
+
+static void begin_probe(struct parser *p, const char *name, unsigned line);
+
+bool config_section_instance_as_job(struct parser *p)
+{
+	if (p->kind != SECTION_INSTANCE || p->n_keys > 0) {
+		return false;
+	}
+	p->cfg->instance.is_declared = false;
+	p->cfg->instance.line = 0;
+	begin_probe(p, p->section, p->section_line);
+	return p->kind == SECTION_PROBE;
 }
 
 static void begin_probe(struct parser *p, const char *name, unsigned line)
@@ -361,15 +368,19 @@ void config_section_begin(struct parser *p, const char *name, unsigned line)
 	snprintf(p->section, sizeof(p->section), "%s", name);
 	p->section_line = line;
 	p->seen = 0;
+	p->n_keys = 0;
 	p->explicit_seen = 0;
 	p->rwmixwrite = 0;
 	p->ignored[0] = '\0';
 	memset(p->key_lines, 0, config_keys_count * sizeof(*p->key_lines));
 
-	if (strcmp(name, "global") == 0) {
+	/* fio: a section whose name starts with "global" is [global], every
+	 * other one a job; iopsd's own are [device NAME] and [instance] (until
+	 * a job's key says otherwise, config_section_instance_as_job()) */
+	if (strncmp(name, "global", 6) == 0) {
 		p->kind = SECTION_GLOBAL;
 		p->seen = p->defaults_seen;
-	} else if (strncmp(name, "device ", 7) == 0 || strcmp(name, "device") == 0) {
+	} else if (strncmp(name, "device ", 7) == 0) {
 		begin_device(p, name, line);
 	} else if (strcmp(name, "instance") == 0) {
 		begin_instance(p, line);

@@ -534,8 +534,12 @@ void config_value_unknown_key(struct parser *p, const char *key)
 		return;
 	}
 	if (elsewhere && elsewhere->scope == CONFIG_SCOPE_DEVICE) {
-		parser_error(p, p->line, "key '%s' belongs in a [device NAME] section, not in [%s]", key,
-			     p->section);
+		parser_error(p, p->line, "key '%s' belongs in a [device NAME] section, not in [%s]%s", key,
+			     p->section,
+			     strcmp(p->section, "device") == 0
+				 ? ", which has no name: a job named device, as in fio; name the device "
+				   "([device nvme1n1] or [device /data])"
+				 : "");
 		return;
 	}
 	probe = keys_list(CONFIG_SCOPE_PROBE);

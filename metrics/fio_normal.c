@@ -210,7 +210,7 @@ static void show_depths(FILE *out, const struct fio_job *j)
 		(unsigned long long)r->op[PROBE_OP_READ].ops, (unsigned long long)r->op[PROBE_OP_WRITE].ops,
 		(unsigned long long)r->op[PROBE_OP_FSYNC].ops);
 	fprintf(out, "     latency   : target=%llu, window=%llu, percentile=%.2f%%, depth=%u\n",
-		(unsigned long long)j->pc->wl.latency_target_usec,
+		(unsigned long long)(j->pc->wl.latency_target_usec * 1000),
 		(unsigned long long)j->pc->wl.latency_window_usec, fio_job_latency_percentile(j),
 		fio_job_latency_depth(j));
 }

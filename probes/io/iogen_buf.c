@@ -5,6 +5,13 @@
 #include <string.h>
 
 #include "probe.h"
+#include "splitmix.h"
+
+/* What fio's randrepeat=1 gives its jobs: each job's buffers come from a
+ * stream of its own, the same from one run to the next, so that a
+ * dedupe_global working set can hold the first buffers of the other jobs'
+ * streams. */
+#define IOGEN_BUF_STREAMS 0x6a09e667f3bcc908ULL
 
 void iogen_buf_init(struct iogen_buf *b, const struct probe_workload *wl, uint64_t region_bytes, uint64_t bs,
 		    uint64_t seed)
@@ -19,6 +26,34 @@ void iogen_buf_init(struct iogen_buf *b, const struct probe_workload *wl, uint64
 	}
 }
 
+void iogen_buf_job_init(const struct iogen_buf *b, struct iogen_buf_job *j, unsigned index)
+{
+	*j = (struct iogen_buf_job){.thread = b->wl.dedupe_job_base + index};
+}
+
+/* Buffer `k` of job `thread`'s stream. */
+static uint64_t stream_seed(uint64_t thread, uint64_t k)
+{
+	return splitmix64_mix(IOGEN_BUF_STREAMS ^ splitmix64_mix(thread * SPLITMIX64_GOLDEN + k));
+}
+
+/* Entry `i` of job `thread`'s working set, as fio's
+ * init_dedupe_working_set_seeds() fills it: its own stream's first
+ * buffers; with dedupe_global, a run of each job's in turn (an even share
+ * of the set for every job of the file, its own first). */
+uint64_t iogen_buf_ws_seed(const struct iogen_buf *b, uint64_t thread, uint64_t i)
+{
+	uint64_t jobs = b->wl.dedupe_jobs ? b->wl.dedupe_jobs : 1, per = b->ws_blocks / jobs;
+
+	if (!b->wl.is_dedupe_global) {
+		return stream_seed(thread, i);
+	}
+	if (per == 0) {
+		per = 1;
+	}
+	return stream_seed((thread + i / per) % jobs, i % per);
+}
+
 bool iogen_buf_is_default(const struct iogen_buf *b)
 {
 	return b->wl.pattern_len == 0 && b->wl.compress_pct == 0 && b->wl.dedupe_pct == 0;
@@ -28,17 +63,17 @@ uint64_t iogen_buf_seed(const struct iogen_buf *b, struct iogen_buf_job *j, uint
 {
 	if (b->wl.dedupe_pct && probe_rng_below(rng, 100) < b->wl.dedupe_pct) {
 		if (b->wl.is_dedupe_working_set) {
-			return b->ws_base + probe_rng_below(rng, b->ws_blocks);
+			return iogen_buf_ws_seed(b, j->thread, probe_rng_below(rng, b->ws_blocks));
 		}
 		if (j->has_last) {
 			return j->last_seed;
 		}
 	}
-	/* dedupe_global: the working set's seeds are the run's, so all jobs
-	 * draw repeats from the same set; a unique buffer is unique anyway */
-	j->last_seed = stamp;
+	/* a working set's buffers are the first of the job's stream, as
+	 * fio's: its first unique buffers are the set's */
+	j->last_seed = b->wl.is_dedupe_working_set ? stream_seed(j->thread, j->n_unique++) : stamp;
 	j->has_last = true;
-	return stamp;
+	return j->last_seed;
 }
 
 /* `len` bytes of the pattern, from its start. */

@@ -18,11 +18,17 @@ struct iogen_buf {
 struct iogen_buf_job {
 	uint64_t last_seed; /* the last unique buffer's */
 	bool has_last;
+	uint64_t thread;   /* fio's thread number less one: the job's stream */
+	uint64_t n_unique; /* the stream's buffers used so far */
 };
 
 /* `region_bytes` / `bs` buffers make the working set's percentage. */
 void iogen_buf_init(struct iogen_buf *b, const struct probe_workload *wl, uint64_t region_bytes, uint64_t bs,
 		    uint64_t seed);
+/* Job `index` of the run (its thread: wl.dedupe_job_base + index). */
+void iogen_buf_job_init(const struct iogen_buf *b, struct iogen_buf_job *j, unsigned index);
+/* Entry `i` (below ws_blocks) of job `thread`'s dedupe working set. */
+uint64_t iogen_buf_ws_seed(const struct iogen_buf *b, uint64_t thread, uint64_t i);
 /* Whether the content keys leave iopsd's own content. */
 bool iogen_buf_is_default(const struct iogen_buf *b);
 /* The seed of the next write's content: a new one, or with

@@ -91,6 +91,7 @@ static int job_setup(struct job *j)
 	if (e < 0) {
 		return e;
 	}
+	iogen_buf_job_init(&r->buf, &j->buf, j->index);
 	return iogen_job_init(&r->gen, j->index, r->seed, &j->gen);
 }
 
@@ -398,7 +399,7 @@ static void job_fill_batch(struct job *j, struct io_loop *l)
 			if (l->inflight + j->n_batch > 0) {
 				break;
 			}
-			job_pace_wait(j, job_think_spin(j));
+			job_pace_wait(j, job_think_spin(j, l->stop_at));
 			job_think_done(j);
 			l->now = now_nsec(CLOCK_MONOTONIC);
 			continue;
@@ -477,6 +478,10 @@ static bool job_reap(struct job *j, struct io_loop *l)
 		j->n_reaped++;
 		l->inflight--;
 		reaped++;
+		/* fio reaps one completion at a time by default
+		 * (iodepth_batch_complete_max) and asks about thinktime after
+		 * each: a pause falls due at the first that completes its blocks */
+		(void)job_think_due(j, l->now);
 	}
 	fiostat_mark_complete(&j->fio, reaped);
 	job_sample(j, l->now);
@@ -569,8 +574,7 @@ void *job_main(void *userdata)
 	pthread_mutex_unlock(&r->lock);
 
 	if (go) {
-		uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
-
+		j->run_t0_ns = now_nsec(CLOCK_MONOTONIC);
 		j->fio.interval_ns = r->start_ns + r->ramp_ns;
 		j->poisson_due_ns = r->start_ns;
 		j->think_ns = r->start_ns;
@@ -578,7 +582,7 @@ void *job_main(void *userdata)
 		job_rusage(j, -1);
 		job_loop(j);
 		job_rusage(j, 1);
-		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
+		j->fio.run_msec = (now_nsec(CLOCK_MONOTONIC) - j->run_t0_ns) / NSEC_PER_MSEC;
 	}
 	pthread_mutex_lock(&r->lock);
 	r->n_finished++;

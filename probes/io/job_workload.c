@@ -54,38 +54,74 @@ uint16_t job_cmdprio(struct job *j, int d, uint64_t len)
 	return PROBE_IOPRIO(cls, lvl);
 }
 
-/* thinktime: after thinktime_blocks I/Os (issued or completed, as
- * thinktime_blocks_type says) or thinktime_iotime of I/O. */
-bool job_think_due(const struct job *j, uint64_t now)
+/* Whether fio's handle_thinktime() would pause now. As in fio,
+ * thinktime_iotime without thinktime_blocks counts no blocks (the default
+ * of 1 would pause after every I/O). */
+static bool think_stalls(const struct job *j, uint64_t now, uint64_t count)
 {
 	const struct probe_workload *wl = &j->run->layout_pc.wl;
 	uint64_t blocks = wl->thinktime_blocks ? wl->thinktime_blocks : 1;
 
+	/* fio asks after it has queued an I/O: one at least between pauses */
+	if (j->think_issued == j->think_issued_last) {
+		return false;
+	}
+	if (wl->thinktime_iotime_usec) {
+		if (now - j->think_ns >= wl->thinktime_iotime_usec * NSEC_PER_USEC) {
+			return true;
+		}
+		if (wl->thinktime_blocks == 0) {
+			return false;
+		}
+	}
+	return count >= j->think_last + blocks;
+}
+
+/* thinktime: after thinktime_blocks I/Os (issued or completed, as
+ * thinktime_blocks_type says) or thinktime_iotime of I/O. The count is
+ * taken when the pause falls due, before the I/Os in flight complete, as
+ * fio takes it: those count towards the next pause. */
+bool job_think_due(struct job *j, uint64_t now)
+{
+	const struct probe_workload *wl = &j->run->layout_pc.wl;
+	uint64_t count = wl->is_thinktime_issue ? j->think_issued : j->think_completed;
+
 	if (wl->thinktime_usec == 0) {
 		return false;
 	}
-	if (wl->thinktime_iotime_usec && now - j->think_ns >= wl->thinktime_iotime_usec * NSEC_PER_USEC) {
-		return true;
+	if (!j->is_think_due) {
+		if (!think_stalls(j, now, count)) {
+			return false;
+		}
+		j->is_think_due = true;
+		j->think_mark = count;
 	}
-	return (wl->is_thinktime_issue ? j->think_issued : j->think_completed) >= blocks;
+	return true;
 }
 
-uint64_t job_think_spin(struct job *j)
+/* As fio, neither the spin nor the sleep goes past the runtime. */
+uint64_t job_think_spin(struct job *j, uint64_t stop_at)
 {
 	const struct probe_workload *wl = &j->run->layout_pc.wl;
-	uint64_t t0 = now_nsec(CLOCK_MONOTONIC);
+	uint64_t t0 = now_nsec(CLOCK_MONOTONIC), end = t0 + wl->thinktime_usec * NSEC_PER_USEC;
 	uint64_t spin =
 	    wl->thinktime_spin_usec < wl->thinktime_usec ? wl->thinktime_spin_usec : wl->thinktime_usec;
+	uint64_t spin_end = t0 + spin * NSEC_PER_USEC;
 
-	while (now_nsec(CLOCK_MONOTONIC) - t0 < spin * NSEC_PER_USEC && !run_is_cancelled(j->run)) {
+	if (spin_end > stop_at) {
+		spin_end = stop_at;
 	}
-	return t0 + wl->thinktime_usec * NSEC_PER_USEC;
+	while (now_nsec(CLOCK_MONOTONIC) < spin_end && !run_is_cancelled(j->run)) {
+	}
+	return end < stop_at ? end : stop_at;
 }
 
 void job_think_done(struct job *j)
 {
 	j->think_ns = now_nsec(CLOCK_MONOTONIC);
-	j->think_issued = j->think_completed = 0;
+	j->think_last = j->think_mark;
+	j->think_issued_last = j->think_issued;
+	j->is_think_due = false;
 }
 
 /* flow: whether the job is ahead of its weight's share of its flow's I/Os
@@ -298,7 +334,11 @@ static void lat_end_run(struct job *j, uint64_t now)
 		histogram_init(&o->lat);
 		o->fio = (struct fiostat_dir){0};
 	}
-	j->fio = (struct fiostat_job){.interval_ns = now, .run_msec = j->fio.run_msec};
+	j->fio = (struct fiostat_job){.interval_ns = now};
+	/* fio's reset_all_stats(): job_runtime and the CPU figures are the
+	 * last window's */
+	j->run_t0_ns = now;
+	job_rusage(j, -1);
 	j->lat.is_end_run = true;
 	while (prev < now && !__atomic_compare_exchange_n(&j->run->lat_measure_ns, &prev, now, false,
 							  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {

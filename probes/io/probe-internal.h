@@ -49,6 +49,7 @@ struct job {
 	const struct engine_ops *ops;
 	struct engine *eng;
 	unsigned depth;
+	uint64_t run_t0_ns; /* when the job began, or latency_target's last window */
 	void *bufs;
 	struct slot *slots;
 	struct slot **free_slots;
@@ -70,8 +71,12 @@ struct job {
 	struct iogen_buf_job buf; /* dedupe's repeats */
 	uint64_t poisson_due_ns;  /* rate_process=poisson: when the next I/O may go */
 	uint64_t think_ns;	  /* thinktime: when the last pause ended */
-	uint64_t think_issued;	  /* ... I/Os issued and completed since */
+	uint64_t think_issued;	  /* ... I/Os issued and completed in all */
 	uint64_t think_completed;
+	uint64_t think_last;	    /* ... the count when the last pause fell due */
+	uint64_t think_mark;	    /* ... and when this one did */
+	uint64_t think_issued_last; /* ... I/Os issued when the last pause ended */
+	bool is_think_due;
 	uint64_t flow_counter;	   /* its I/Os in the flow */
 	uint64_t ss_ios, ss_bytes; /* atomic: its I/Os for ss= */
 	struct {
@@ -173,9 +178,10 @@ void *job_main(void *userdata);
 
 /* job_workload.c: fio's workload keys and side figures in a job's loop */
 uint16_t job_cmdprio(struct job *j, int d, uint64_t len);
-bool job_think_due(const struct job *j, uint64_t now);
-/* thinktime_spin's spin; returns when the sleep that follows ends */
-uint64_t job_think_spin(struct job *j);
+bool job_think_due(struct job *j, uint64_t now);
+/* thinktime_spin's spin; returns when the sleep that follows ends (neither
+ * past stop_at) */
+uint64_t job_think_spin(struct job *j, uint64_t stop_at);
 void job_think_done(struct job *j);
 bool job_flow_held(const struct job *j, uint64_t now, uint64_t *ret_due);
 void job_flow_issued(struct job *j);

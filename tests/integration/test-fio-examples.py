@@ -7,8 +7,9 @@ vague error. The ones the issue names must load, given a directory (their
 /data-style placeholders, and a job without a target, get a scratch
 directory: fio would use the working directory). The field notes' four
 runbook jobs load unchanged, with the per-job size notice and loops fitted.
-A file refused for anything but a class of BY_DESIGN (iopsd.conf(5)
-lists them and their files) fails it. Prints the tally: which load,
+A file refused for anything but a class of BY_DESIGN fails it, and so
+does a file iopsd.conf(5) does not list under the class it was refused
+for, or as one that loads. Prints the tally: which load,
 which are refused and by which key and class."""
 import collections
 import glob
@@ -24,7 +25,7 @@ import iopsdtest as t  # noqa: E402
 
 EXAMPLES = "/usr/share/doc/fio/examples"
 MUST_LOAD = ["aio-read", "ssd-test", "tiobench-example", "iometer-file-access-server",
-             "fixed-rate-submission", "fsx", "numa"]
+             "fixed-rate-submission", "fsx", "numa", "latency-profile"]
 RUNBOOK = os.path.join(t.SRCDIR, "tests", "fixtures", "config", "runbook")
 # What iopsd refuses by design (iopsd.conf(5), "fio job files iopsd refuses"):
 # a class matches the first error's message. A file refused for anything
@@ -39,7 +40,6 @@ BY_DESIGN = {
     "writes to a raw device": r"writes, but filename=\S+ is a raw device",
     "not a block device or file": r"is a character device",
     "an unset ${VAR}": r"\$\{\w+\} is not set in iopsd's environment",
-    "a section name iopsd keeps": r"\[(device|instance)\] needs a name|\[(device|instance)\]: ",
 }
 # Refused for now, not by design: the issue's remaining keys.
 NOT_DONE = {}
@@ -119,6 +119,39 @@ def check_examples(scratch, work):
     return files, loaded, refused
 
 
+def man_examples():
+    """iopsd.conf(5)'s "fio's examples": the files that load, and the files
+    of each refused class, as the page lists them."""
+    with open(os.path.join(t.SRCDIR, "man", "iopsd.conf.5")) as f:
+        page = f.read()
+    section = page.split('.SS "fio\'s examples"\n', 1)[1].split("\n.SS ", 1)[0]
+    m = re.search(r"(\d+) load \(([^)]*)\)", section.replace("\n", " "))
+    loaded = [n.strip() for n in m[2].split(",")]
+    assert int(m[1]) == len(loaded), m[0]
+    classes = {}
+    for block in section.split("\n.TP\n")[1:]:
+        head, text = block.split("\n", 1)
+        h = re.fullmatch(r"\.B (.+) \((\d+)\)", head)
+        assert h, head
+        text = re.sub(r"\([^)]*\)", "", text.replace("\n", " ")).rsplit(":", 1)[-1]
+        files = [n.strip().rstrip(".").strip() for n in text.split(",")]
+        assert int(h[2]) == len(files), (h[1], files)
+        classes[h[1]] = files
+    return loaded, classes
+
+
+def check_man_page(loaded, refused):
+    """The page lists what the run found: the files that load, and each
+    refused file under the class it was refused for."""
+    man_loaded, man_classes = man_examples()
+    assert sorted(man_loaded) == sorted(loaded), f"iopsd.conf(5) says {man_loaded} load, the run {loaded}"
+    assert set(man_classes) == set(BY_DESIGN), (sorted(man_classes), sorted(BY_DESIGN))
+    for name, (_, msg) in refused.items():
+        cls = next(c for c, rx in BY_DESIGN.items() if re.search(rx, msg))
+        assert name in man_classes[cls], f"{name}: refused as {cls}, iopsd.conf(5) does not list it there"
+    assert sum(map(len, man_classes.values())) == len(refused), man_classes
+
+
 def check_runbook():
     for name in ("randread4k", "randwrite4k", "seqread4k", "seqwrite4k"):
         path = os.path.join(RUNBOOK, name + ".fio")
@@ -137,6 +170,7 @@ def main():
         scratch = os.path.join(work, "data")
         os.mkdir(scratch)
         files, loaded, refused = check_examples(scratch, work)
+        check_man_page(loaded, refused)
         # --check-config writes nothing: no probe file, not even .iopsd
         assert os.listdir(scratch) == [], os.listdir(scratch)
     check_runbook()

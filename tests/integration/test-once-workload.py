@@ -3,23 +3,29 @@
 (ext4 on a loop device, O_DIRECT, libaio) or against what the key asks:
 
 - thinktime: a QD1 job pausing 50 ms every 4 I/Os does as many I/Os as
-  fio's (within 15%);
+  fio's (within 15%); thinktime_spin spends the CPU time fio's does;
+  thinktime_iotime pauses after that much I/O time, not after every I/O;
+  thinktime_blocks_type=complete and issue count as fio counts;
 - rate_process=poisson: rate_iops=300 gives 300 IOPS (within 10%) whose
   500 ms samples spread as Poisson arrivals do (stddev near sqrt(2 x 300)),
   like fio's, where linear pacing gives nearly none;
 - prioclass/prio: ioprio_get(2) on the job threads while they run;
 - cmdprio_percentage=20: a fifth of the io_submit calls carry the I/O's
-  own priority (strace decodes IOCB_FLAG_IOPRIO);
+  own priority (strace decodes IOCB_FLAG_IOPRIO); on io_uring, a fifth
+  of the reads reach the block layer with it (block_rq_issue), as fio's;
 - buffer_pattern, buffer_compress_percentage, dedupe_percentage: the
   probe file's blocks after a write job hold the pattern, compress to the
-  share asked, repeat as often as asked;
+  share asked, repeat as often as asked; dedupe_global shares the working
+  set between jobs as fio's does;
 - wait_for: the job starts when the named one has ended;
 - flow: two jobs of weights 1 and 8 issue 1:8, in iopsd as in fio;
 - ss: a steady job ends once ss_dur seconds are within the limit;
-- latency_target: the depth search ends the run and reports as fio's."""
+- latency_target: the depth search ends the run and reports as fio's;
+  latency_run=1 keeps it going for the whole runtime, as fio's."""
 import ctypes
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -66,6 +72,114 @@ def check_thinktime(mnt, d):
     # the pauses rule: a loaded machine oversleeps them, in both
     assert abs(i - f) <= 0.15 * f, f"thinktime: fio {f} I/Os, iopsd {i}"
     print(f"thinktime=50ms every 4: fio {f} I/Os, iopsd {i}")
+
+
+def forget(mnt, *names):
+    """Remove the jobs' files, fio's and iopsd's: the filesystem is small."""
+    for name in names:
+        for path in (os.path.join(mnt, f"{name}.0.0"), os.path.join(mnt, ".iopsd", f"{name}.dat")):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+def fio_guarded(path, timeout=30):
+    """fio's JSON job, or None when fio hangs: fio 3.33 sleeps for ever
+    when thinktime_spin's spin overruns thinktime (a loaded machine
+    preempts it), which later fio fixed. Its job process is fio's child:
+    the whole session goes."""
+    p = subprocess.Popen(["fio", "--output-format=json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
+    assert p.returncode == 0, (p.returncode, err[-2000:])
+    return json.loads(out[out.index("{"):])["jobs"][0]
+
+
+def check_thinktime_spin(mnt, d):
+    """thinktime_spin=10ms of thinktime=20ms after each I/O: the job spends
+    about half its time on the CPU (usr_cpu), as fio's does; without the
+    spin, next to none. The spin is wall-clock time: a loaded machine
+    takes CPU time from both; a round where fio's spin shows under 30%, or
+    fio hangs (fio_guarded()), says nothing and runs again."""
+    path = os.path.join(d, "spin.fio")
+    body = "rw=randread\niodepth=1\nruntime=2\ntime_based\nthinktime=20ms\n"
+    write(path, job(mnt, "spin", body))
+    plain = iopsd(path)["usr_cpu"]
+    assert plain < 15, f"thinktime without spin: usr_cpu {plain:.1f}%"
+    write(path, job(mnt, "spin", body + "thinktime_spin=10ms"))
+    seen = []
+    for _ in range(3):
+        jf = fio_guarded(path)
+        f, i = (jf["usr_cpu"] if jf else None), iopsd(path)["usr_cpu"]
+        seen.append((f and round(f, 1), round(i, 1)))
+        if f is not None and f >= 30:
+            assert abs(i - f) <= 20, f"thinktime_spin=10ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}%"
+            print(f"thinktime_spin=10ms of 20ms: usr_cpu fio {f:.1f}%, iopsd {i:.1f}% (no spin: {plain:.1f}%)")
+            return
+    raise AssertionError(f"inconclusive: fio's spin under 30% or hung in three rounds (fio, iopsd): {seen}")
+
+
+def check_thinktime_iotime(mnt, d):
+    """thinktime_iotime=250ms without thinktime_blocks, thinktime=1s, 2.5 s:
+    250 ms of I/O, a 1 s pause, 250 ms, a pause: iopsd does about a fifth
+    of the I/Os of the same job without thinktime (fio counts no blocks
+    then). A block count of 1 would pause after every I/O (next to none),
+    no pauses would leave all of them. That is fio's schedule since it
+    measures the I/O time from the end of a pause; fio 3.33 (Debian's)
+    counts the first pause into it, so its first I/O phase is 1.25 s and
+    it does about 0.6: fio's figure is held to one of the two. The share
+    moves with the load (an idle pause leaves the I/O phases more CPU, and
+    the rate without pauses is another run's): iopsd's within 0.05 to 0.5,
+    fio's within 0.3 of its schedule's. The last pause is cut at the end of
+    the runtime, as fio cuts it."""
+    path = os.path.join(d, "iotime.fio")
+    body = "rw=randread\niodepth=1\nruntime=2500ms\ntime_based\n"
+    write(path, job(mnt, "iotime", body))
+    fa, ia = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    write(path, job(mnt, "iotime", body + "thinktime=1s\nthinktime_iotime=250ms"))
+    jp = iopsd(path)
+    fp, ip = fio(path)["read"]["total_ios"], jp["read"]["total_ios"]
+    rf, ri = fp / fa, ip / ia
+    assert min(abs(rf - 0.2), abs(rf - 0.6)) <= 0.3, f"fio: {fp} of {fa} I/Os with the pauses"
+    assert 0.05 <= ri <= 0.5, f"thinktime_iotime=250ms: iopsd {ip} of {ia} I/Os ({ri:.2f}), fio {rf:.2f}"
+    # the last pause ends with the runtime, as fio's
+    assert jp["job_runtime"] <= 2600, jp["job_runtime"]
+    print(f"thinktime_iotime=250ms, thinktime=1s: I/Os against no pauses iopsd {ri:.2f} (a fifth), "
+          f"fio {rf:.2f} (3.33's schedule: 0.6)")
+
+
+def check_thinktime_blocks_type(mnt, d):
+    """thinktime_blocks=4 at iodepth=16: counted at issue, a pause after
+    each 4 I/Os, in iopsd as in fio (within 15%). Counted at completion,
+    the pause falls due once the queue is full and 4 have completed, and
+    the I/Os that complete while it drains count towards the next pause
+    (fio reads the count before it drains, after each completion it reaps
+    one at a time): fio alternates full queues with single I/Os, about 9 a
+    pause. iopsd within 20% of fio's count, where a count taken after the
+    drain, or after a whole batch of completions, gives the whole queue
+    (16 a pause, 70% over fio's); the count moves with the load, and a
+    round outside runs again, three fail."""
+    path = os.path.join(d, "btype.fio")
+    body = "rw=randread\niodepth=16\nruntime=2\ntime_based\nthinktime=20ms\nthinktime_blocks=4\n"
+    write(path, job(mnt, "btype", body + "thinktime_blocks_type=issue"))
+    fi, ii = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+    assert abs(ii - fi) <= 0.15 * fi, f"thinktime_blocks_type=issue: fio {fi} I/Os, iopsd {ii}"
+    write(path, job(mnt, "btype", body + "thinktime_blocks_type=complete"))
+    seen = []
+    for _ in range(3):
+        fc, ic = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
+        seen.append((fc, ic))
+        assert fc > 1.5 * fi, f"fio: complete {fc} I/Os, issue {fi}"
+        if abs(ic - fc) <= 0.2 * fc:
+            print(f"thinktime_blocks=4 type issue: fio {fi} I/Os, iopsd {ii}; type complete: fio {fc}, iopsd {ic}"
+                  f" (rounds {seen})")
+            return
+    raise AssertionError(f"thinktime_blocks_type=complete: iopsd off fio's by over 20% in three rounds "
+                         f"(fio, iopsd): {seen}")
 
 
 def check_poisson(mnt, d):
@@ -164,6 +278,68 @@ def check_cmdprio(mnt, d):
         print(f"cmdprio_bssplit: {len(marked)} of {len(sized)} {size}-byte reads with {prio}")
 
 
+class BlockTrace:
+    """block:block_rq_issue on one device, in a tracefs instance of its own
+    (tracefs mounted for the test where it is not): each request's rwbs and
+    ioprio ("be,0,3": class, hint, level)."""
+    ROOT = "/sys/kernel/tracing"
+
+    def __init__(self, dev_path):
+        self.mounted = False
+        if not os.path.isdir(os.path.join(self.ROOT, "events")):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=True)
+            self.mounted = True
+        st = os.stat(dev_path)
+        self.devt = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+        self.dir = os.path.join(self.ROOT, "instances", f"iopsd-test-{os.getpid()}")
+        os.mkdir(self.dir)
+        self.event = os.path.join(self.dir, "events", "block", "block_rq_issue")
+        write(os.path.join(self.event, "filter"), f"dev == {self.devt}")
+
+    def record(self, cmd, **kw):
+        """Run cmd while tracing; the read requests' ioprio strings."""
+        write(os.path.join(self.dir, "trace"), "")
+        write(os.path.join(self.event, "enable"), "1")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+        finally:
+            write(os.path.join(self.event, "enable"), "0")
+        assert p.returncode == 0, p.stderr[-2000:]
+        with open(os.path.join(self.dir, "trace")) as f:
+            lines = [line.split("block_rq_issue: ", 1)[1] for line in f if "block_rq_issue: " in line]
+        # "7,4 R 4096 () 51202 + 8 be,0,3 [iopsd]"
+        return [line.split()[-2] for line in lines if "R" in line.split()[1]]
+
+    def cleanup(self):
+        os.rmdir(self.dir)
+        if self.mounted:
+            subprocess.run(["umount", self.ROOT], check=False)
+
+
+def check_cmdprio_uring(mnt, d, dev):
+    """cmdprio_percentage=20 on io_uring: a fifth of the reads reach the
+    block layer (block_rq_issue on the loop device) with class 2 level 3,
+    the rest at the thread's own, in iopsd as in fio (io_uring's SQEs are in
+    shared memory, out of strace's sight)."""
+    path = os.path.join(d, "cmdprio-uring.fio")
+    write(path, job(mnt, "cpuring", "rw=randread\niodepth=4\nnumber_ios=2000\ncmdprio_percentage=20\n"
+                                    "cmdprio_class=2\ncmdprio=3").replace("ioengine=libaio", "ioengine=io_uring"))
+    trace = BlockTrace(dev)
+    try:
+        shares = {}
+        for name, cmd in (("fio", ["fio", path]),
+                          ("iopsd", [t.IOPSD, "--once", "--output-format=json", "--config", path])):
+            prios = trace.record(cmd)
+            assert len(prios) >= 1800, f"{name}: {len(prios)} reads traced"
+            marked = sum(p == "be,0,3" for p in prios)
+            shares[name] = marked / len(prios)
+            assert abs(shares[name] - 0.2) <= 0.05, f"{name}: {marked} of {len(prios)} reads at be,0,3"
+    finally:
+        trace.cleanup()
+    print(f"cmdprio_percentage=20 on io_uring: reads at class 2 level 3 fio {shares['fio']:.2f}, "
+          f"iopsd {shares['iopsd']:.2f}")
+
+
 def probe_blocks(mnt, name):
     with open(os.path.join(mnt, ".iopsd", name + ".dat"), "rb") as f:
         data = f.read()
@@ -188,6 +364,50 @@ def check_buffers(mnt, d):
     assert abs(unique - 0.5) <= 0.08, f"dedupe 50%: {unique:.2f} of the blocks unique"
     print(f"buffer_pattern: all {len(blocks)} blocks; compress 60%: blocks compress to {share:.2f}; "
           f"dedupe 50%: {unique:.2f} unique")
+
+
+def blocks_of(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return [data[i:i + 4096] for i in range(0, len(data), 4096)]
+
+
+def dedupe_shares(mnt, file_a, file_b):
+    """The share of unique blocks in file_a, and of file_b's blocks in it."""
+    a, b = blocks_of(os.path.join(mnt, file_a)), blocks_of(os.path.join(mnt, file_b))
+    seen = set(a)
+    return len(seen) / len(a), sum(x in seen for x in b) / len(b)
+
+
+def check_dedupe_global(mnt, d):
+    """fio-examples' dedupe-global, smaller: jobs [a] and [b] write 8m
+    each, half their writes from a working set of half the blocks. Its
+    share of unique blocks in [a]'s file, and the share of [b]'s blocks
+    also in [a]'s, are fio's (within 0.08): with dedupe_global=1 the two
+    jobs share their set (about half of [b] is in [a]), without it nothing."""
+    path = os.path.join(d, "dedupe.fio")
+    for g in (1, 0):
+        write(path, f"[global]\ndirectory={mnt}\nioengine=libaio\ndirect=1\niodepth=4\nsize=8m\nbs=4k\n"
+                    f"rw=write\ndedupe_mode=working_set\ndedupe_global={g}\ndedupe_percentage=50\n"
+                    "dedupe_working_set_percentage=50\n[a]\n[b]\n")
+        fio(path)
+        fu, fb = dedupe_shares(mnt, "a.0.0", "b.0.0")
+        iopsd_all(path)
+        iu, ib = dedupe_shares(mnt, ".iopsd/a.dat", ".iopsd/b.dat")
+        assert abs(iu - fu) <= 0.08 and abs(ib - fb) <= 0.08, \
+            f"dedupe_global={g}: [a] unique, [b] in [a]: fio {fu:.2f} {fb:.2f}, iopsd {iu:.2f} {ib:.2f}"
+        assert (fb > 0.3) if g else (fb < 0.01), (g, fb)
+        print(f"dedupe_global={g}: [a]'s blocks unique fio {fu:.2f}, iopsd {iu:.2f}; [b]'s in [a] fio {fb:.2f}, "
+              f"iopsd {ib:.2f}")
+
+
+def iopsd_all(path):
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", path], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    jobs = json.loads(p.stdout)["jobs"]
+    assert all(j["success"] for j in jobs), [j["message"] for j in jobs]
+    return jobs
 
 
 def check_wait_for(mnt, d):
@@ -286,6 +506,8 @@ def check_latency_target(mnt, d):
             # the report covers the last window only: at least one window
             # (200 ms) of the search came before it
             assert ji["runtime_usec"] <= (wall - 0.2) * 1e6, (ji["runtime_usec"], wall)
+            # job_runtime too, as fio's reset_all_stats() makes it
+            assert abs(ji["job_runtime"] - ji["runtime_usec"] / 1000) <= 50, (ji["job_runtime"], ji["runtime_usec"])
             print(f"latency_target=200us p99: depth {ji['latency_depth']}, the run ended after {wall:.1f} s, "
                   f"its last window {ji['runtime_usec'] / 1e6:.1f} s (fio: depth {jf['latency_depth']} after "
                   f"{fio_wall:.1f} s, last window {jf['job_runtime'] / 1000:.1f} s)")
@@ -293,6 +515,41 @@ def check_latency_target(mnt, d):
     fio_ended = sum(r[2] < runtime - 1 for r in seen)
     raise AssertionError(f"iopsd's search did not end its run in three rounds; fio's did in {fio_ended} "
                          f"(iopsd s, depth, fio s, depth): {seen}")
+
+
+def check_latency_run(mnt, d):
+    """latency_target=500ms, which every window meets: the search doubles
+    the depth to iodepth=16 and, without latency_run, ends the run a window
+    later, its figures (job_runtime) that window's, as fio's; with
+    latency_run=1 the job runs its whole 4 s runtime, as fio's. Neither
+    depends on the machine's load: no window can miss the target."""
+    path = os.path.join(d, "latrun.fio")
+    body = ("rw=randread\niodepth=16\nruntime=4\ntime_based\nlatency_target=500ms\nlatency_window=200ms\n"
+            "latency_percentile=99\n")
+    figures = {}
+    for lr in (0, 1):
+        write(path, job(mnt, "latrun", body + f"latency_run={lr}"))
+        t0 = time.monotonic()
+        ji = iopsd(path)
+        wall = time.monotonic() - t0
+        jf = fio(path)
+        figures[lr] = (round(wall, 1), ji["job_runtime"], jf["job_runtime"])
+        if lr:
+            assert wall >= 3.9 and ji["job_runtime"] >= 3900, f"latency_run=1: {wall:.1f} s, {ji['job_runtime']} ms"
+            assert jf["job_runtime"] >= 3900, f"fio's latency_run=1 job ran {jf['job_runtime']} ms"
+        else:
+            assert wall < 3.5 and ji["job_runtime"] <= 400, f"latency_run=0: {wall:.1f} s, {ji['job_runtime']} ms"
+            assert jf["job_runtime"] <= 400, f"fio's search ran {jf['job_runtime']} ms"
+        assert ji["latency_depth"] == jf["latency_depth"] == 16, (ji["latency_depth"], jf["latency_depth"])
+    # fio 3.33's normal output: the target in ns, the window in us
+    lines = []
+    for cmd in (["fio", path], [t.IOPSD, "--once", "--config", path]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-2000:]
+        lines.append(next(x.strip() for x in p.stdout.splitlines() if x.strip().startswith("latency   : target=")))
+    assert lines[0] == lines[1], f"fio: {lines[0]!r}, iopsd: {lines[1]!r}"
+    print("latency_target=500ms (iopsd wall s, job_runtime ms, fio job_runtime ms): "
+          f"latency_run=0 {figures[0]}, latency_run=1 {figures[1]}; normal output as fio's: {lines[1]}")
 
 
 def main():
@@ -303,14 +560,24 @@ def main():
         mnt = fs.mountpoint
         d = fs.loop.dir
         check_thinktime(mnt, d)
+        check_thinktime_spin(mnt, d)
+        check_thinktime_iotime(mnt, d)
+        check_thinktime_blocks_type(mnt, d)
+        forget(mnt, "spin", "iotime", "btype")
         check_poisson(mnt, d)
         check_prio(mnt, d)
         check_cmdprio(mnt, d)
+        check_cmdprio_uring(mnt, d, fs.loop.path)
+        forget(mnt, "cpuring")
         check_buffers(mnt, d)
+        check_dedupe_global(mnt, d)
+        forget(mnt, "a", "b")
         check_wait_for(mnt, d)
         check_flow(mnt, d)
         check_steadystate(mnt, d)
         check_latency_target(mnt, d)
+        check_latency_run(mnt, d)
+        forget(mnt, "latrun")
         print("ok: fio's workload keys do in --once what they do in fio")
     finally:
         fs.cleanup()

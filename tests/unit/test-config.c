@@ -228,6 +228,48 @@ static void test_probes_never_share_a_file(void **state)
 	config_free(c);
 }
 
+/* Section names as fio reads them: any name starting with "global" is
+ * [global], every other one a job. iopsd's [device NAME] always has a name,
+ * so a bare [device] is fio's job of that name (fio-examples'
+ * latency-profile); [instance] is iopsd's until its first key is a job's. */
+static void test_section_names_are_fios(void **state)
+{
+	static const char text[] = "[global]\ndirectory=/data\n[global-opts]\nbs=8k\n[device]\nrw=randread\n"
+				   "[instance]\nrw=read\n[device nvme1n1]\niops_limit=3000\n";
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(config_load_string("fio.conf", text, &errs, &c), 0);
+	assert_int_equal(c->n_probes, 2);
+	assert_string_equal(c->probes[0].name, "device");
+	assert_int_equal(c->probes[0].rw, PROBE_RW_RANDREAD);
+	assert_int_equal(c->probes[0].bs, 8192);
+	assert_string_equal(c->probes[1].name, "instance");
+	assert_int_equal(c->probes[1].rw, PROBE_RW_READ);
+	assert_int_equal(c->probes[1].line, 7);
+	assert_false(c->instance.is_declared);
+	assert_int_equal(c->n_devices, 1);
+	assert_string_equal(c->devices[0].name, "nvme1n1");
+	config_free(c);
+	c = NULL;
+
+	assert_int_equal(
+	    config_load_string("iopsd.conf", "[global]\n[instance]\niops_limit=100\n", &errs, &c), 0);
+	assert_true(c->instance.is_declared);
+	assert_int_equal(c->instance.iops_limit, 100);
+	assert_int_equal(c->n_probes, 0);
+	config_free(c);
+	c = NULL;
+
+	/* a job's key after [instance]'s keys is not [instance]'s */
+	assert_int_equal(
+	    config_load_string("mixed.conf", "[global]\n[instance]\niops_limit=100\nrw=read\n", &errs, &c),
+	    -EINVAL);
+	assert_int_equal(errs.items[0].line, 4);
+	assert_non_null(strstr(errs.items[0].message, "unknown key 'rw' in [instance]"));
+	config_errors_clear(&errs);
+}
+
 /* Each fixture starts with "# expect LINE: text". */
 static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state)
 {
@@ -317,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_all_errors_are_collected),
 	    cmocka_unit_test(test_probes_never_share_a_file),
 	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
+	    cmocka_unit_test(test_section_names_are_fios),
 	    cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -117,6 +117,60 @@ static void test_dedupe_percentage_repeats_that_share(void **state)
 	assert_memory_not_equal(a, c, BS);
 }
 
+static bool ws_has(const struct iogen_buf *b, uint64_t thread, uint64_t seed)
+{
+	for (uint64_t i = 0; i < b->ws_blocks; i++) {
+		if (iogen_buf_ws_seed(b, thread, i) == seed) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* fio's init_dedupe_working_set_seeds(): a job's working set is the first
+ * buffers of its own stream (so its first unique writes are the set's);
+ * dedupe_global spreads it over every job of the file, a run of each in
+ * turn starting with the job's own, so that two jobs' sets are one set. */
+static void test_dedupe_working_sets_are_fios(void **state)
+{
+	struct probe_workload wl = {0};
+	struct iogen_buf b;
+	struct iogen_buf_job a, c;
+	uint64_t rng = 7, shared = 0;
+
+	set(&wl, "dedupe_mode", "working_set");
+	set(&wl, "dedupe_percentage", "50");
+	set(&wl, "dedupe_working_set_percentage", "50");
+	wl.dedupe_jobs = 2;
+	iogen_buf_init(&b, &wl, 64 * BS, BS, 1);
+	assert_int_equal(b.ws_blocks, 32);
+	iogen_buf_job_init(&b, &a, 0);
+	b.wl.dedupe_job_base = 1;
+	iogen_buf_job_init(&b, &c, 0);
+	assert_int_equal(c.thread, 1);
+	/* the first unique buffers are the working set's, in order */
+	for (uint64_t i = 0; a.n_unique < 32; i++) {
+		uint64_t before = a.n_unique, seed = iogen_buf_seed(&b, &a, &rng, i);
+
+		if (a.n_unique > before) {
+			assert_true(seed == iogen_buf_ws_seed(&b, 0, before));
+		}
+	}
+	/* without dedupe_global the two jobs' sets have nothing in common */
+	for (uint64_t i = 0; i < b.ws_blocks; i++) {
+		shared += ws_has(&b, 1, iogen_buf_ws_seed(&b, 0, i));
+	}
+	assert_int_equal(shared, 0);
+	/* with it: one set, half of it from each job's stream */
+	b.wl.is_dedupe_global = true;
+	for (uint64_t i = 0; i < b.ws_blocks; i++) {
+		assert_true(ws_has(&b, 1, iogen_buf_ws_seed(&b, 0, i)));
+	}
+	assert_true(iogen_buf_ws_seed(&b, 0, 0) == iogen_buf_ws_seed(&b, 1, 16));
+	assert_true(iogen_buf_ws_seed(&b, 1, 0) == iogen_buf_ws_seed(&b, 0, 16));
+	assert_true(iogen_buf_ws_seed(&b, 0, 15) != iogen_buf_ws_seed(&b, 0, 16));
+}
+
 static void test_default_content_is_iopsds_own(void **state)
 {
 	struct probe_workload wl = {0};
@@ -152,6 +206,7 @@ int main(void)
 	    cmocka_unit_test(test_pattern_fills_the_buffer),
 	    cmocka_unit_test(test_compress_percentage_compresses_to_that_share),
 	    cmocka_unit_test(test_dedupe_percentage_repeats_that_share),
+	    cmocka_unit_test(test_dedupe_working_sets_are_fios),
 	    cmocka_unit_test(test_default_content_is_iopsds_own),
 	    cmocka_unit_test(test_poisson_gaps_are_exponential),
 	};
