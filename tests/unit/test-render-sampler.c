@@ -106,9 +106,10 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 
 static void test_fixture_tree_device_metrics_match_golden(void **state)
 {
-	render_and_compare("[global]\n"
-			   "[device /data]\niops_limit=6000\nthroughput_limit=250m\n",
-			   "sampler-ec2-md-raid0.prom", "sampler-ec2-md-raid0.openmetrics");
+	render_and_compare(
+	    "[global]\n"
+	    "[device /data]\niops_limit=6000\nthroughput_limit=250m\nread_throughput_limit=100m\n",
+	    "sampler-ec2-md-raid0.prom", "sampler-ec2-md-raid0.openmetrics");
 }
 
 /* A probe on a directory of the root filesystem that an md array is then
