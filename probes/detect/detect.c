@@ -206,6 +206,8 @@ static const struct device_config *effective_config(const struct sample_device *
 	eff->burst_iops = lim->burst_iops;
 	eff->burst_credits = lim->burst_credits;
 	eff->credit_rate = lim->credit_rate;
+	eff->burst_throughput = lim->burst_throughput;
+	eff->burst_throughput_credits = lim->burst_throughput_credits;
 	eff->provider.iops_unit = lim->iops_unit;
 	return eff;
 }
