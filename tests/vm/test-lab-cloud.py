@@ -302,25 +302,43 @@ class Cloud:
     def shared_series(self, name, t0):
         return [(lab, pts) for lab, pts in self.rec.labels_of("main", name, t0)]
 
+    def refill(self):
+        """Wait until QEMU's group bucket is full again after the last
+        burst: 3000 x 40 I/Os come back at the base, 1500 a second."""
+        wait = 3 * C * 40 / (1.5 * C) + 5 - (time.time() - getattr(self, "burst_ended", 0))
+        if wait > 0:
+            log(f"waiting {wait:.0f} s for the group's bucket to refill")
+            time.sleep(wait)
+
     @scenario("instburst")
     def instburst(self, second=False):
         tag = "instburst2" if second else "instburst"
         drives = tuple(f"d-{n}" for n in ("ib1", "ib2", "ib3"))
+        # a rerun too: a burst cut short by a part-empty bucket is no burst
+        self.refill()
         t0 = time.time()
         self.load(tag, [(f"/dev/{self.disk[n]}", "randread", "4k", 16, 0) for n in ("ib1", "ib2", "ib3")])
         rates = lambda: self.rec.rate(drives, t0, window=2)  # noqa: E731
         top = self.rec.wait(lambda: ls.first(rates(), lambda v: v >= 2.7 * C), 40)
-        drop = self.rec.wait(lambda: top and ls.settled([p for p in rates() if p[0] > top[0] + 3], 1.6 * C, 5), 150)
+        # QEMU's drop is the group held at its base (1500 +- 4% for 5 s), not
+        # a starved guest submitting less for a while (a run: 10 s at 1000,
+        # the guest's queues at 1 or 2, before the bucket ran dry); each
+        # starved second refills the bucket and makes the burst longer
+        drop = self.rec.wait(lambda: top and ls.settled_at([p for p in rates() if p[0] > top[0] + 3], 1.5 * C,
+                                                           0.04, 5), 200)
         if not (top and drop):
             check(tag, "QEMU delivered the group's burst, then its base", False,
                   f"rates {[round(v) for _, v in rates()][::4]}", f"{3 * C} then {3 * C // 2}",
                   lab_limit="the TCG guest did not submit the burst over the three volumes")
             self.fio.stop(tag)
+            self.burst_ended = time.time()
             return
         # the shared detector's window (20 s) after the drop, and a scrape
         time.sleep(max(0, drop[0] + 30 - time.time()))
+        # the bucket's burst rate is what QEMU let through while the guest
+        # kept it busy: the median second, not the mean of the starved ones
         inside = [v for t, v in rates() if top[0] + 2 <= t <= drop[0] - 2]
-        burst_rate = statistics.mean(inside) if inside else None
+        burst_rate = statistics.median(inside) if inside else None
         short = None if within(burst_rate, 3 * C, 0.03) else (
             f"QEMU let {fmt(burst_rate, '.0f')} I/O/s through to the group during its burst, not {3 * C}: the TCG "
             "guest did not submit the burst over the three volumes")
@@ -447,11 +465,6 @@ def run(tmp):
             if want(n):
                 getattr(sc, n)()
         if want("instburst"):
-            # QEMU's group bucket refills at the base: 3000 x 40 I/Os at 1500/s
-            wait = 3 * C * 40 / (1.5 * C) + 5 - (time.time() - getattr(sc, "burst_ended", 0))
-            if wait > 0:
-                log(f"waiting {wait:.0f} s for the group's bucket to refill")
-                time.sleep(wait)
             sc.instburst(second=True)
         rec.stop_ev.set()
         rec.join(10)
