@@ -30,7 +30,8 @@ query-blockstats) or fio's:
   mpath     NVMe native multipath (nvme-subsys, two controllers, one shared
             namespace capped at 800): the mounted volume's IOPS within 1% of
             fio's whichever node the kernel counts on, nothing counted twice
-            in [instance], probes on the head, the ceiling at 800 found on it
+            in [instance], probes on the head, the ceiling at 800 found on it,
+            the hidden paths the head's members (and no devices of their own)
   dmi       -smbios type=1,manufacturer=Amazon EC2,product=m5.large: the
             instance type as a label of iopsd_instance_type_info and in
             /api/v1/status
@@ -416,9 +417,9 @@ class Cloud:
         check("mpath", "the ceiling at 800 on the head", within(ce.get("iops_estimate"), 8 * C // 10, 0.02),
               fmt(ce.get("iops_estimate")), f"{8 * C // 10} +- 2%", detection=True)
         others = [d["name"] for d in self.lab.get_json("/api/v1/devices")["devices"] if d["name"] in paths]
-        check("mpath", "hidden paths only as the head's members",
-              not others and set(dev.get("members") or []) <= set(paths),
-              f"listed {others}, members {dev.get('members')}", "not listed on their own")
+        check("mpath", "hidden paths only as the head's members, all of them",
+              not others and sorted(dev.get("members") or []) == paths,
+              f"listed {others}, members {dev.get('members')}", f"not listed on their own, members {paths}")
         probe = [lab for lab, _ in self.rec.labels_of("main", "iopsd_probe_info", t0) if lab.get("probe") == "mp"]
         check("mpath", "the probe on /mnt/mp targets the head", probe and probe[0].get("device") == head,
               probe[0].get("device") if probe else "no probe_info", head)
