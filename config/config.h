@@ -199,11 +199,15 @@ struct instance_config {
 struct device_config {
 	char *name; /* device name ("nvme1n1") or mount point ("/data") */
 	unsigned line;
-	uint64_t iops_limit;		 /* 0 = not declared */
-	uint64_t throughput_limit;	 /* bytes/s, 0 = not declared */
-	uint64_t burst_iops;		 /* gp2-style bucket: burst rate, 0 = no model */
-	uint64_t burst_credits;		 /* bucket size in I/O credits */
-	double credit_rate;		 /* credits earned per second (the baseline IOPS) */
+	uint64_t iops_limit;	   /* 0 = not declared */
+	uint64_t throughput_limit; /* bytes/s, 0 = not declared */
+	uint64_t burst_iops;	   /* gp2-style bucket: burst rate, 0 = no model */
+	uint64_t burst_credits;	   /* bucket size in I/O credits */
+	double credit_rate;	   /* credits earned per second (the baseline IOPS) */
+	/* a bucket of throughput credits (st1, sc1: volume_type='s, no keys of
+	 * its own): bytes/s while credits last, bytes in all; throughput_limit
+	 * (the baseline) refills it */
+	uint64_t burst_throughput, burst_throughput_credits;
 	double ceiling_threshold;	 /* ratio counted as "at the limit" */
 	struct device_provider provider; /* volume_type= and the cloud keys (device_limits.h) */
 };

@@ -37,6 +37,7 @@ static void from_preset(struct device_limits *l, const struct volume_limits *v)
 	l->burst_credits = v->burst_credits;
 	l->credit_rate = v->credit_rate;
 	l->burst_throughput = v->burst_throughput;
+	l->burst_throughput_credits = v->burst_throughput_credits;
 	l->is_approximate = v->is_approximate;
 	l->has_preset = true;
 }
@@ -94,10 +95,14 @@ int device_limits_resolve(const struct device_declared *d, uint64_t size_bytes, 
 	return 0;
 }
 
-/* "256k", "1m", "512" (fio's units, as the keys take them). */
+/* "256k", "1m", "1t", "512" (fio's units, as the keys take them). */
 static const char *unit_str(uint64_t b, char *buf, size_t len)
 {
-	if (b % MIB == 0) {
+	if (b % (MIB * MIB) == 0) {
+		snprintf(buf, len, "%" PRIu64 "t", b / (MIB * MIB));
+	} else if (b % (KIB * MIB) == 0) {
+		snprintf(buf, len, "%" PRIu64 "g", b / (KIB * MIB));
+	} else if (b % MIB == 0) {
 		snprintf(buf, len, "%" PRIu64 "m", b / MIB);
 	} else if (b % KIB == 0) {
 		snprintf(buf, len, "%" PRIu64 "k", b / KIB);
@@ -141,6 +146,7 @@ int device_limits_describe(const struct device_limits *l, char *buf, size_t len)
 	put(buf, len, &at, "burst_credits", l->burst_credits, NULL);
 	put(buf, len, &at, "credit_rate", (uint64_t)l->credit_rate, NULL);
 	put(buf, len, &at, "burst_throughput", l->burst_throughput, "");
+	put(buf, len, &at, "burst_throughput_credits", l->burst_throughput_credits, "");
 	if ((size_t)at < len && l->is_approximate) {
 		at += snprintf(buf + at, len - at, "%sno limit: the type's figures are averages",
 			       at ? "; " : "");

@@ -28,9 +28,9 @@ struct device_limits {
 	uint64_t read_iops_limit, write_iops_limit, read_throughput_limit, write_throughput_limit;
 	uint64_t burst_iops, burst_credits;
 	double credit_rate;
-	uint64_t burst_throughput;
-	bool has_preset;     /* derived from volume_type= */
-	bool is_approximate; /* the type's figures are averages (standard) */
+	uint64_t burst_throughput, burst_throughput_credits; /* st1, sc1: bytes/s, bytes */
+	bool has_preset;				     /* derived from volume_type= */
+	bool is_approximate;				     /* the type's figures are averages (standard) */
 };
 
 /* The section's own keys, as parsed. */

@@ -138,7 +138,8 @@ static int derive_io(enum volume_type t, const struct volume_type_input *in, uin
 
 /* st1 and sc1 count in 1 MiB units and are throughput volumes: per TiB of
  * size a baseline and a burst rate (MiB/s), each up to a maximum, and a
- * bucket of 1 TiB of credits per TiB. `per_tib` and `max` are {baseline,
+ * bucket of throughput credits, 1 TiB per TiB of size, that the baseline
+ * refills and every byte spends. `per_tib` and `max` are {baseline,
  * burst}, MiB/s. */
 static int derive_hdd(const struct volume_type_input *in, uint64_t gib, const uint64_t per_tib[2],
 		      const uint64_t max[2], uint64_t max_iops, struct volume_limits *l, const char **ret_why)
@@ -151,11 +152,9 @@ static int derive_hdd(const struct volume_type_input *in, uint64_t gib, const ui
 	/* MiB/s per TiB = bytes/s per GiB x 1024 */
 	l->throughput_limit = min_u64(per_tib[0] * KIB * gib, max[0] * MIB);
 	l->burst_throughput = min_u64(per_tib[1] * KIB * gib, max[1] * MIB);
+	l->burst_throughput_credits = gib * GIB; /* 1 TiB per TiB */
 	l->iops_limit = max_iops;
-	l->burst_iops = l->burst_throughput / MIB;
-	l->credit_rate = (double)l->throughput_limit / (double)MIB;
-	l->burst_credits = gib * KIB; /* 1 TiB per TiB, in MiB */
-	if (!l->burst_iops) {
+	if (l->burst_throughput < MIB) {
 		*ret_why = "the volume is too small for its type";
 		return -EINVAL;
 	}

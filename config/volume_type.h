@@ -34,17 +34,22 @@ struct volume_type_input {
 
 /* What a type and size give. IOPS are counted in units of iops_unit bytes
  * (an I/O larger than the unit counts as size / unit). A burst model, when
- * the type has one, is a token bucket in the same units: burst_iops while
- * credits last, credit_rate (the baseline) refilling it. */
+ * the type has one, is a token bucket: on the SSD type gp2 one of I/O
+ * credits in the same units (burst_iops while credits last, credit_rate,
+ * the baseline, refilling it); on the HDD types st1 and sc1 one of
+ * throughput credits in bytes (burst_throughput while credits last,
+ * throughput_limit, the baseline, refilling it, burst_throughput_credits
+ * in all). */
 struct volume_limits {
-	uint64_t iops_limit;	   /* the baseline, units per second */
-	uint64_t throughput_limit; /* bytes per second, the baseline */
-	uint64_t iops_unit;	   /* bytes */
-	uint64_t burst_iops;	   /* 0: no bucket */
-	uint64_t burst_credits;	   /* units */
-	double credit_rate;	   /* units per second */
-	uint64_t burst_throughput; /* bytes/s while credits last (st1, sc1); 0: none */
-	bool is_approximate;	   /* the provider publishes averages, not caps (standard) */
+	uint64_t iops_limit;		   /* the baseline, units per second */
+	uint64_t throughput_limit;	   /* bytes per second, the baseline */
+	uint64_t iops_unit;		   /* bytes */
+	uint64_t burst_iops;		   /* 0: no bucket */
+	uint64_t burst_credits;		   /* units */
+	double credit_rate;		   /* units per second */
+	uint64_t burst_throughput;	   /* bytes/s while credits last (st1, sc1); 0: none */
+	uint64_t burst_throughput_credits; /* bytes (st1, sc1) */
+	bool is_approximate;		   /* the provider publishes averages, not caps (standard) */
 };
 
 /* Derive the limits of type `t` for `in`. Returns 0 and fills *ret, or

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,9 +296,31 @@ static json_t *ceiling_json(const struct device_state *d)
 			 learned_burst_json(c));
 }
 
+/* A declared per-direction limit `name` (nothing when 0): limits.NAME (the
+ * throughputs as NAME_bytes_per_second, as the total's), limits.NAME_ratio
+ * and at_ceiling_seconds.NAME. */
+static int add_declared_json(json_t *limits, json_t *at, const char *name, uint64_t limit, double ratio,
+			     double seconds)
+{
+	char key[64], ratio_key[64];
+	bool is_bytes = strstr(name, "throughput") != NULL;
+	int r = 0;
+
+	if (!limit) {
+		return 0;
+	}
+	snprintf(key, sizeof(key), "%s%s", name, is_bytes ? "_bytes_per_second" : "");
+	snprintf(ratio_key, sizeof(ratio_key), "%s_ratio", name);
+	r |= json_object_set_new(limits, key, count(limit));
+	r |= json_object_set_new(limits, ratio_key, num(ratio));
+	r |= json_object_set_new(at, name, num(seconds));
+	return r;
+}
+
 /* The figures of a provider's own counting, where they are declared: the
- * I/O unit, the read and write IOPS limits with their ratios and seconds at
- * them, and the I/Os weighted by size in units among the rates. */
+ * I/O unit, the read and write IOPS and throughput limits with their ratios
+ * and seconds at them, and the I/Os weighted by size in units among the
+ * rates. */
 static int add_provider_json(const struct device_state *d, json_t *dev)
 {
 	const struct device_ceiling *c = &d->ceiling;
@@ -313,16 +337,14 @@ static int add_provider_json(const struct device_state *d, json_t *dev)
 			r |= json_object_set_new(rates, "provider_iops", num(c->provider_iops));
 		}
 	}
-	if (c->read_iops_limit) {
-		r |= json_object_set_new(limits, "read_iops", count(c->read_iops_limit));
-		r |= json_object_set_new(limits, "read_iops_ratio", num(c->read_iops_limit_ratio));
-		r |= json_object_set_new(at, "read_iops", num(c->at_ceiling_read_iops_seconds));
-	}
-	if (c->write_iops_limit) {
-		r |= json_object_set_new(limits, "write_iops", count(c->write_iops_limit));
-		r |= json_object_set_new(limits, "write_iops_ratio", num(c->write_iops_limit_ratio));
-		r |= json_object_set_new(at, "write_iops", num(c->at_ceiling_write_iops_seconds));
-	}
+	r |= add_declared_json(limits, at, "read_iops", c->read_iops_limit, c->read_iops_limit_ratio,
+			       c->at_ceiling_read_iops_seconds);
+	r |= add_declared_json(limits, at, "write_iops", c->write_iops_limit, c->write_iops_limit_ratio,
+			       c->at_ceiling_write_iops_seconds);
+	r |= add_declared_json(limits, at, "read_throughput", c->read_throughput_limit,
+			       c->read_throughput_limit_ratio, c->at_ceiling_read_throughput_seconds);
+	r |= add_declared_json(limits, at, "write_throughput", c->write_throughput_limit,
+			       c->write_throughput_limit_ratio, c->at_ceiling_write_throughput_seconds);
 	return r < 0 ? -ENOMEM : 0;
 }
 

@@ -185,50 +185,93 @@ static void emit_ceiling_flag(struct prom_writer *w, const struct device_family 
 	sample_device(w, f->name, d, v ? 1 : 0);
 }
 
+/* Each declared limit of a device: its resource label, the limit (uint64_t)
+ * and, of struct device_ceiling, its ratio and seconds at it (doubles). */
+struct declared_limit {
+	const char *resource;
+	size_t limit, ratio, seconds;
+};
+
+#define DECLARED(res, lim, rat, sec)                                                                         \
+	{                                                                                                    \
+		res, offsetof(struct device_ceiling, lim), offsetof(struct device_ceiling, rat),             \
+		    offsetof(struct device_ceiling, sec)                                                     \
+	}
+
+static const struct declared_limit declared_limits[] = {
+    DECLARED("iops", iops_limit, iops_limit_ratio, at_ceiling_iops_seconds),
+    DECLARED("throughput", throughput_limit, throughput_limit_ratio, at_ceiling_throughput_seconds),
+    DECLARED("read_iops", read_iops_limit, read_iops_limit_ratio, at_ceiling_read_iops_seconds),
+    DECLARED("write_iops", write_iops_limit, write_iops_limit_ratio, at_ceiling_write_iops_seconds),
+    DECLARED("read_throughput", read_throughput_limit, read_throughput_limit_ratio,
+	     at_ceiling_read_throughput_seconds),
+    DECLARED("write_throughput", write_throughput_limit, write_throughput_limit_ratio,
+	     at_ceiling_write_throughput_seconds),
+};
+
+static double ceiling_double(const struct device_state *d, size_t offset)
+{
+	double v;
+
+	memcpy(&v, (const char *)&d->ceiling + offset, sizeof(v));
+	return v;
+}
+
+/* resource=NAME for each declared limit: the ratio (is_seconds false) or
+ * the seconds at it. */
+static void emit_declared(struct prom_writer *w, const struct device_family *f, const struct device_state *d,
+			  bool is_seconds)
+{
+	for (size_t i = 0; i < ELEMENTSOF(declared_limits); i++) {
+		const struct declared_limit *l = &declared_limits[i];
+		uint64_t limit;
+
+		memcpy(&limit, (const char *)&d->ceiling + l->limit, sizeof(limit));
+		if (limit > 0) {
+			sample_device_op(w, f->name, d, "resource", l->resource,
+					 ceiling_double(d, is_seconds ? l->seconds : l->ratio));
+		}
+	}
+}
+
 static void emit_limit_ratio(struct prom_writer *w, const struct device_family *f,
 			     const struct device_state *d)
 {
-	const struct device_ceiling *c = &d->ceiling;
+	emit_declared(w, f, d, false);
+}
 
-	if (c->iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "iops", c->iops_limit_ratio);
+/* A read and a write figure as op="read" and op="write", each where it is
+ * above 0. */
+static void emit_op_pair(struct prom_writer *w, const struct device_family *f, const struct device_state *d,
+			 double read, double write)
+{
+	if (read > 0) {
+		sample_device_op(w, f->name, d, "op", "read", read);
 	}
-	if (c->throughput_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "throughput", c->throughput_limit_ratio);
-	}
-	if (c->read_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "read_iops", c->read_iops_limit_ratio);
-	}
-	if (c->write_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "write_iops", c->write_iops_limit_ratio);
+	if (write > 0) {
+		sample_device_op(w, f->name, d, "op", "write", write);
 	}
 }
 
 /* The declared read and write IOPS limits, op="read"/"write". */
 static void emit_op_limit(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
 {
-	const struct device_ceiling *c = &d->ceiling;
+	emit_op_pair(w, f, d, (double)d->ceiling.read_iops_limit, (double)d->ceiling.write_iops_limit);
+}
 
-	if (c->read_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "op", "read", (double)c->read_iops_limit);
-	}
-	if (c->write_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "op", "write", (double)c->write_iops_limit);
-	}
+/* The declared read and write throughput limits, op="read"/"write". */
+static void emit_op_throughput_limit(struct prom_writer *w, const struct device_family *f,
+				     const struct device_state *d)
+{
+	emit_op_pair(w, f, d, (double)d->ceiling.read_throughput_limit,
+		     (double)d->ceiling.write_throughput_limit);
 }
 
 /* Each direction's own ceiling, where the directions have caps of their own. */
 static void emit_op_estimate(struct prom_writer *w, const struct device_family *f,
 			     const struct device_state *d)
 {
-	const struct device_ceiling *c = &d->ceiling;
-
-	if (c->read_iops_estimate > 0) {
-		sample_device_op(w, f->name, d, "op", "read", c->read_iops_estimate);
-	}
-	if (c->write_iops_estimate > 0) {
-		sample_device_op(w, f->name, d, "op", "write", c->write_iops_estimate);
-	}
+	emit_op_pair(w, f, d, d->ceiling.read_iops_estimate, d->ceiling.write_iops_estimate);
 }
 
 /* I/Os weighted by size in the provider's units, where one is known. */
@@ -266,20 +309,7 @@ static void emit_ceiling_limit_ratio(struct prom_writer *w, const struct device_
 static void emit_at_ceiling(struct prom_writer *w, const struct device_family *f,
 			    const struct device_state *d)
 {
-	const struct device_ceiling *c = &d->ceiling;
-
-	if (c->iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "iops", c->at_ceiling_iops_seconds);
-	}
-	if (c->throughput_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "throughput", c->at_ceiling_throughput_seconds);
-	}
-	if (c->read_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "read_iops", c->at_ceiling_read_iops_seconds);
-	}
-	if (c->write_iops_limit > 0) {
-		sample_device_op(w, f->name, d, "resource", "write_iops", c->at_ceiling_write_iops_seconds);
-	}
+	emit_declared(w, f, d, true);
 }
 
 static void emit_burst_balance(struct prom_writer *w, const struct device_family *f,
@@ -421,6 +451,10 @@ static const struct device_family device_families[] = {
     {"iopsd_device_op_iops_limit", FAMILY_GAUGE,
      "Declared IOPS limit of the device's reads or writes alone (read_iops_limit, write_iops_limit).",
      emit_op_limit},
+    {"iopsd_device_op_throughput_limit_bytes", FAMILY_GAUGE,
+     "Declared throughput limit of the device's reads or writes alone in bytes per second "
+     "(read_throughput_limit, write_throughput_limit).",
+     emit_op_throughput_limit},
     {"iopsd_device_iops_unit_bytes", FAMILY_GAUGE,
      "The provider's I/O unit: an I/O larger counts as its size in units (iops_unit, or volume_type's).",
      emit_ceiling_limit, CEILING(iops_unit)},

@@ -263,27 +263,61 @@ double ceiling_band(const struct ceiling_params *p, double level, const struct c
 	return band_for(p, RESOURCE_IOPS, level, s);
 }
 
-static bool has_burst_model(const struct device_config *dc)
+/* A declared bucket in its own credits: gp2's (and a [device]'s
+ * burst_iops=, burst_credits=, credit_rate=) in I/Os of the provider's unit,
+ * st1's and sc1's in bytes of throughput. */
+struct bucket {
+	bool is_throughput;
+	double burst, base, credits; /* credits per second, per second, in all */
+};
+
+static bool declared_bucket(const struct device_config *dc, struct bucket *ret)
 {
-	return dc && dc->burst_iops > 0 && dc->burst_credits > 0 && dc->credit_rate > 0;
+	if (dc && dc->burst_iops > 0 && dc->burst_credits > 0 && dc->credit_rate > 0) {
+		*ret = (struct bucket){false, (double)dc->burst_iops, dc->credit_rate,
+				       (double)dc->burst_credits};
+		return true;
+	}
+	if (dc && dc->burst_throughput > 0 && dc->burst_throughput_credits > 0 && dc->throughput_limit > 0) {
+		*ret = (struct bucket){true, (double)dc->burst_throughput, (double)dc->throughput_limit,
+				       (double)dc->burst_throughput_credits};
+		return true;
+	}
+	return false;
+}
+
+/* The interval's spending of bucket b: I/Os in units, or bytes. */
+static double bucket_rate(const struct bucket *b, const struct ceiling_sample *s, double counted_iops)
+{
+	return b->is_throughput ? s->bytes_per_sec : counted_iops;
+}
+
+/* A credit's worth: one I/O, or a MiB of throughput (the providers' HDD unit). */
+static double bucket_grain(const struct bucket *b)
+{
+	return b->is_throughput ? 1024.0 * 1024.0 : 1.0;
 }
 
 /* The declared bucket starts full when the model appears and goes away
  * with it. */
 static void declare_bucket(struct ceiling_state *st, const struct device_config *dc)
 {
-	if (has_burst_model(dc) && !st->has_burst_balance) {
+	struct bucket b;
+	bool has = declared_bucket(dc, &b);
+
+	if (has && !st->has_burst_balance) {
 		/* A volume starts with a full bucket (gp2 does); iopsd cannot
 		 * know what was spent before it started. */
-		st->burst_balance = (double)dc->burst_credits;
+		st->burst_balance = b.credits;
 		st->has_burst_balance = true;
-	} else if (!has_burst_model(dc)) {
+	} else if (!has) {
 		st->has_burst_balance = false;
 	}
 }
 
-/* gp2 and QEMU alike: credits accrue at the baseline rate and every I/O
- * spends one; the bucket holds at most burst_credits. A device held at its
+/* gp2, st1 and QEMU alike: credits accrue at the baseline rate and every
+ * I/O (st1: every byte) spends its share; the bucket holds at most its
+ * credits. A device held at its
  * baseline with requests waiting has an empty bucket, whatever the count
  * says, since the count drifts from what the provider accounts: at once
  * when the count is within its last percent, and otherwise after
@@ -291,8 +325,8 @@ static void declare_bucket(struct ceiling_state *st, const struct device_config 
  * mean, not each second: the base may be completed unevenly). How a QEMU
  * throttle and a TCG guest behave there: bench/README.md, "The bucket at
  * its base". */
-static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_params *p,
-			    const struct device_config *dc, const struct ceiling_sample *s, bool is_held)
+static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_params *p, const struct bucket *b,
+			    double rate, const struct ceiling_sample *s, bool is_held)
 {
 	const unsigned n = CEILING_BASE_HELD_SAMPLES;
 	double sum = 0.0;
@@ -303,38 +337,57 @@ static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_param
 	}
 	/* the last n, oldest first */
 	memmove(st->held_iops, st->held_iops + 1, (n - 1) * sizeof(st->held_iops[0]));
-	st->held_iops[n - 1] = s->iops;
+	st->held_iops[n - 1] = rate;
 	if (st->n_held < n && ++st->n_held < n) {
 		return false;
 	}
 	for (unsigned i = 0; i < n; i++) {
 		sum += st->held_iops[i];
 	}
-	return fabs(sum / n - dc->credit_rate) <= band_for(p, RESOURCE_IOPS, dc->credit_rate, s);
+	return fabs(sum / n - b->base) <=
+	       band_for(p, b->is_throughput ? RESOURCE_THROUGHPUT : RESOURCE_IOPS, b->base, s);
 }
 
 static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
 				  const struct device_config *dc, const struct ceiling_sample *s,
-				  struct device_ceiling *ret)
+				  double counted, struct device_ceiling *ret)
 {
+	struct bucket b;
 	bool is_held, is_at_base;
+	double rate;
 
-	if (!st->has_burst_balance) {
+	if (!st->has_burst_balance || !declared_bucket(dc, &b)) {
 		return;
 	}
-	st->burst_balance += (dc->credit_rate - s->iops) * s->interval_sec;
-	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), (double)dc->burst_credits);
-	is_held = is_queueing(p, s) && s->iops <= dc->credit_rate * 1.1;
-	is_at_base = is_held_at_base(st, p, dc, s, is_held);
-	if (is_held && (st->burst_balance < 0.01 * (double)dc->burst_credits || is_at_base)) {
+	rate = bucket_rate(&b, s, counted);
+	st->burst_balance += (b.base - rate) * s->interval_sec;
+	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), b.credits);
+	is_held = is_queueing(p, s) && rate <= b.base * 1.1;
+	is_at_base = is_held_at_base(st, p, &b, rate, s, is_held);
+	if (is_held && (st->burst_balance < 0.01 * b.credits || is_at_base)) {
 		st->burst_balance = 0.0;
 	}
-	if (ret->iops_limit == 0) {
+	if (!b.is_throughput && ret->iops_limit == 0) {
 		/* No fixed limit: the limit now is the burst rate while
 		 * credits last, the baseline once they are spent. */
 		ret->iops_limit =
 		    st->burst_balance >= 1.0 ? dc->burst_iops : (uint64_t)llround(dc->credit_rate);
 	}
+}
+
+/* Whether the interval is the declared bucket's burst: credits left, above
+ * the base and near the burst rate. */
+static bool is_declared_burst(const struct ceiling_state *st, const struct device_config *dc,
+			      const struct ceiling_sample *s)
+{
+	struct bucket b;
+	double rate;
+
+	if (!declared_bucket(dc, &b)) {
+		return false;
+	}
+	rate = bucket_rate(&b, s, s->iops * fmax(st->units_per_io, 1.0));
+	return st->burst_balance >= bucket_grain(&b) && rate > b.base * 1.1 && rate >= 0.8 * b.burst;
 }
 
 /* The interval's I/Os as the provider counts them: weighted by their size
@@ -421,8 +474,7 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 		return;
 	}
 	if (st->has_burst_balance) {
-		is_bursting = st->burst_balance >= 1.0 && s->iops > dc->credit_rate * 1.1 &&
-			      s->iops >= 0.8 * (double)dc->burst_iops;
+		is_bursting = is_declared_burst(st, dc, s);
 	} else {
 		is_bursting = burst_tracker_is_bursting(&st->burst, s->iops);
 	}
@@ -439,10 +491,11 @@ static void fill_burst(const struct ceiling_state *st, const struct device_confi
 		       struct device_ceiling *ret)
 {
 	const struct burst_model *m = &st->burst.model;
+	struct bucket b;
 
-	if (st->has_burst_balance) {
+	if (st->has_burst_balance && declared_bucket(dc, &b)) {
 		ret->has_burst_model = true;
-		ret->burst_balance_ratio = st->burst_balance / (double)dc->burst_credits;
+		ret->burst_balance_ratio = st->burst_balance / b.credits;
 	} else if (m->is_known && m->credits > 0) {
 		ret->has_burst_model = true;
 		ret->burst_balance_ratio = m->balance / m->credits;
@@ -472,10 +525,10 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	declare_bucket(st, dc);
 	s = push_sample(st, r);
 	if (s) {
-		spend_declared_bucket(st, p, dc, s, ret);
 		counted = counted_iops(dc, r);
 		/* units per I/O of the latest interval: the estimate is in I/Os */
 		st->units_per_io = s->iops > 0 ? counted / s->iops : st->units_per_io;
+		spend_declared_bucket(st, p, dc, s, counted, ret);
 		count_at_limit(st, dc, s, counted, ret);
 		judge_plateaus(st, p, dc, s);
 		ret->is_throttled = st->iops.is_active || st->throughput.is_active;

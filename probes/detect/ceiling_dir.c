@@ -38,6 +38,12 @@ static double ratio(double rate, uint64_t limit)
 	return limit ? rate / (double)limit : NAN;
 }
 
+/* Seconds at the limit: a valid interval at `threshold` of it or above. */
+static double at_limit(double sec, double ratio, double threshold, const struct device_rates *r)
+{
+	return r->valid && ratio >= threshold ? sec + r->interval_sec : sec;
+}
+
 /* Ratios and seconds at the limit against the declared figures. */
 static void against_limits(struct ceiling_dir *cd, const struct device_limits *lim, double threshold,
 			   const struct device_rates *r, struct ceiling_dir_result *ret)
@@ -50,14 +56,21 @@ static void against_limits(struct ceiling_dir *cd, const struct device_limits *l
 	ret->iops_limit_ratio = lim ? ratio(reads + writes, lim->iops_limit) : NAN;
 	ret->read_iops_limit_ratio = lim ? ratio(reads, lim->read_iops_limit) : NAN;
 	ret->write_iops_limit_ratio = lim ? ratio(writes, lim->write_iops_limit) : NAN;
-	if (r->valid && ret->read_iops_limit_ratio >= threshold) {
-		cd->at_ceiling_read_sec += r->interval_sec;
-	}
-	if (r->valid && ret->write_iops_limit_ratio >= threshold) {
-		cd->at_ceiling_write_sec += r->interval_sec;
-	}
+	ret->read_throughput_limit_ratio =
+	    lim ? ratio(r->read_bytes_per_sec, lim->read_throughput_limit) : NAN;
+	ret->write_throughput_limit_ratio =
+	    lim ? ratio(r->write_bytes_per_sec, lim->write_throughput_limit) : NAN;
+	cd->at_ceiling_read_sec = at_limit(cd->at_ceiling_read_sec, ret->read_iops_limit_ratio, threshold, r);
+	cd->at_ceiling_write_sec =
+	    at_limit(cd->at_ceiling_write_sec, ret->write_iops_limit_ratio, threshold, r);
+	cd->at_ceiling_read_bytes_sec =
+	    at_limit(cd->at_ceiling_read_bytes_sec, ret->read_throughput_limit_ratio, threshold, r);
+	cd->at_ceiling_write_bytes_sec =
+	    at_limit(cd->at_ceiling_write_bytes_sec, ret->write_throughput_limit_ratio, threshold, r);
 	ret->at_ceiling_read_seconds = cd->at_ceiling_read_sec;
 	ret->at_ceiling_write_seconds = cd->at_ceiling_write_sec;
+	ret->at_ceiling_read_throughput_seconds = cd->at_ceiling_read_bytes_sec;
+	ret->at_ceiling_write_throughput_seconds = cd->at_ceiling_write_bytes_sec;
 }
 
 static void decide(const struct device_limits *lim, const struct device_rates *r,

@@ -17,7 +17,8 @@
 
 struct ceiling_dir {
 	struct ceiling_state read, write;
-	double at_ceiling_read_sec, at_ceiling_write_sec; /* declared read/write IOPS limits */
+	double at_ceiling_read_sec, at_ceiling_write_sec;	      /* declared read/write IOPS limits */
+	double at_ceiling_read_bytes_sec, at_ceiling_write_bytes_sec; /* read/write throughput limits */
 	/* the last verdict that named a resource, kept as estimates are kept
 	 * while the load is away, until another names a different one */
 	struct ceiling_verdict last;
@@ -32,6 +33,9 @@ struct ceiling_dir_result {
 	double iops_limit_ratio; /* against iops_limit, in units where known; NAN without a limit */
 	double read_iops_limit_ratio, write_iops_limit_ratio;	  /* NAN without a limit */
 	double at_ceiling_read_seconds, at_ceiling_write_seconds; /* counters */
+	/* against read_throughput_limit, write_throughput_limit (bytes/s) */
+	double read_throughput_limit_ratio, write_throughput_limit_ratio; /* NAN without a limit */
+	double at_ceiling_read_throughput_seconds, at_ceiling_write_throughput_seconds;
 };
 
 void ceiling_dir_init(struct ceiling_dir *cd);

@@ -206,8 +206,19 @@ static const struct device_config *effective_config(const struct sample_device *
 	eff->burst_iops = lim->burst_iops;
 	eff->burst_credits = lim->burst_credits;
 	eff->credit_rate = lim->credit_rate;
+	eff->burst_throughput = lim->burst_throughput;
+	eff->burst_throughput_credits = lim->burst_throughput_credits;
 	eff->provider.iops_unit = lim->iops_unit;
 	return eff;
+}
+
+/* A declared per-direction limit with its ratio and seconds at it. */
+static void declared(uint64_t *ret_limit, double *ret_ratio, double *ret_seconds, uint64_t limit,
+		     double ratio, double seconds)
+{
+	*ret_limit = limit;
+	*ret_ratio = ratio;
+	*ret_seconds = seconds;
 }
 
 /* The per-direction verdict into the device's: the binding resource, each
@@ -240,12 +251,16 @@ static void update_directions(struct detect *d, struct detect_dev *dd, const str
 	c->iops_unit = dc ? lim->iops_unit : 0;
 	c->provider_iops = res.provider_iops;
 	c->average_io_bytes = res.average_io_bytes;
-	c->read_iops_limit = dc ? lim->read_iops_limit : 0;
-	c->write_iops_limit = dc ? lim->write_iops_limit : 0;
-	c->read_iops_limit_ratio = res.read_iops_limit_ratio;
-	c->write_iops_limit_ratio = res.write_iops_limit_ratio;
-	c->at_ceiling_read_iops_seconds = res.at_ceiling_read_seconds;
-	c->at_ceiling_write_iops_seconds = res.at_ceiling_write_seconds;
+	declared(&c->read_iops_limit, &c->read_iops_limit_ratio, &c->at_ceiling_read_iops_seconds,
+		 dc ? lim->read_iops_limit : 0, res.read_iops_limit_ratio, res.at_ceiling_read_seconds);
+	declared(&c->write_iops_limit, &c->write_iops_limit_ratio, &c->at_ceiling_write_iops_seconds,
+		 dc ? lim->write_iops_limit : 0, res.write_iops_limit_ratio, res.at_ceiling_write_seconds);
+	declared(&c->read_throughput_limit, &c->read_throughput_limit_ratio,
+		 &c->at_ceiling_read_throughput_seconds, dc ? lim->read_throughput_limit : 0,
+		 res.read_throughput_limit_ratio, res.at_ceiling_read_throughput_seconds);
+	declared(&c->write_throughput_limit, &c->write_throughput_limit_ratio,
+		 &c->at_ceiling_write_throughput_seconds, dc ? lim->write_throughput_limit : 0,
+		 res.write_throughput_limit_ratio, res.at_ceiling_write_throughput_seconds);
 }
 
 /* Each tracked device's ceiling from its rates (and member rates); the

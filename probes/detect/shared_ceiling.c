@@ -14,6 +14,7 @@ struct shared_ceiling {
 	struct ceiling_params cp;
 	struct shared_ceiling_params p;
 	struct burst_tracker total; /* the candidates' sum, as one volume's bucket is learned */
+	double total_iops;	    /* that sum in the latest sample */
 	struct shared_ceiling_group groups[SHARED_CEILING_MAX_GROUPS];
 	size_t n_groups;
 };
@@ -180,6 +181,7 @@ static void track_total(struct shared_ceiling *sc, const struct shared_ceiling_d
 		return;
 	}
 	s.is_queueing = s.has_demand = n_q >= sc->p.min_members;
+	sc->total_iops = s.iops;
 	(void)burst_tracker_update(&sc->total, &sc->cp.burst, &s, now);
 }
 
@@ -242,7 +244,9 @@ static size_t find_group(const struct shared_ceiling *sc, const struct shared_ce
 			c[k++] = i;
 		}
 	}
-	if (k < sc->p.min_members) {
+	/* while the sum bursts, no part of it is a ceiling either (two of the
+	 * three volumes of a bursting group are flat too, at two thirds of it) */
+	if (k < sc->p.min_members || burst_tracker_is_bursting(&sc->total, sc->total_iops)) {
 		return 0;
 	}
 	if (evaluate(sc, devs, c, k, ret_e)) {
@@ -349,7 +353,8 @@ static bool follow(struct shared_ceiling *sc, struct shared_ceiling_group *g,
 	g->is_throttled =
 	    g->is_throttled && n_q >= sc->p.min_members &&
 	    fabs(g->iops - g->iops_estimate) <= ceiling_band(&sc->cp, g->iops_estimate, latest) &&
-	    !burst_tracker_is_bursting(&sc->total, g->iops);
+	    !burst_tracker_is_bursting(&sc->total, g->iops) &&
+	    !burst_tracker_is_bursting(&sc->total, sc->total_iops);
 	if (g->iops > g->iops_estimate * sc->cp.contradict_factor) {
 		return ++g->n_above < sc->cp.contradict_samples;
 	}

@@ -93,7 +93,8 @@ struct device_ceiling {
 	 * directions have caps of their own (0: none), I/Os weighted by size in
 	 * units of iops_unit (NAN without a unit), the interval's average I/O
 	 * size, and the declared read/write IOPS limits' ratios (NAN without
-	 * one) and seconds at them. */
+	 * one) and seconds at them; the same for the declared read/write
+	 * throughput limits (bytes/s). */
 	const char *resource;
 	double read_iops_estimate, write_iops_estimate;
 	uint64_t iops_unit;
@@ -102,6 +103,9 @@ struct device_ceiling {
 	uint64_t read_iops_limit, write_iops_limit;
 	double read_iops_limit_ratio, write_iops_limit_ratio;
 	double at_ceiling_read_iops_seconds, at_ceiling_write_iops_seconds;
+	uint64_t read_throughput_limit, write_throughput_limit;
+	double read_throughput_limit_ratio, write_throughput_limit_ratio;
+	double at_ceiling_read_throughput_seconds, at_ceiling_write_throughput_seconds;
 };
 
 /* The machine's volumes together against the [instance] limits. */

@@ -13,6 +13,7 @@
 #include "ebs_nvme.h"
 #include "fileio.h"
 #include "macro.h"
+#include "multipath.h"
 #include "refcount.h"
 #include "strutil.h"
 #include "sysfs.h"
@@ -122,7 +123,6 @@ static int cmp_strings(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The entries of DIR/slaves, sorted, as "a,b". */
 static void free_names(char **names, size_t n)
 {
 	for (size_t i = 0; names && i < n; i++) {
@@ -131,18 +131,20 @@ static void free_names(char **names, size_t n)
 	free(names);
 }
 
-static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
+/* Keeps an entry of a directory read by read_names(); NULL keeps all. */
+typedef bool (*name_filter_fn)(const char *name, const char *arg);
+
+/* The entries of directory `path` that `keep` keeps (at most
+ * DEVICE_MAX_MEMBERS), sorted; none when it cannot be opened. */
+static int read_names(const char *path, name_filter_fn keep, const char *arg, char ***ret, unsigned *ret_n)
 {
-	char path[PATH_MAX], **names;
+	char **names;
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
 
 	*ret = NULL;
 	*ret_n = 0;
-	if ((size_t)snprintf(path, sizeof(path), "%s/slaves", dir) >= sizeof(path)) {
-		return 0;
-	}
 	d = opendir(path);
 	if (!d) {
 		return 0;
@@ -153,7 +155,7 @@ static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
 		return -ENOMEM;
 	}
 	while ((de = readdir(d)) && n < DEVICE_MAX_MEMBERS) {
-		if (de->d_name[0] == '.') {
+		if (de->d_name[0] == '.' || (keep && !keep(de->d_name, arg))) {
 			continue;
 		}
 		names[n] = strdup(de->d_name);
@@ -167,9 +169,68 @@ static int read_slaves(const char *dir, char ***ret, unsigned *ret_n)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), cmp_strings);
+	if (n == 0) {
+		free(names);
+		names = NULL;
+	}
 	*ret = names;
 	*ret_n = (unsigned)n;
 	return 0;
+}
+
+/* The entries of DIR/SUB, sorted. */
+static int read_subdir(const char *dir, const char *sub, char ***ret, unsigned *ret_n)
+{
+	char path[PATH_MAX];
+
+	*ret = NULL;
+	*ret_n = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, sub) >= sizeof(path)) {
+		return 0;
+	}
+	return read_names(path, NULL, NULL, ret, ret_n);
+}
+
+static bool is_path_of(const char *name, const char *head)
+{
+	char h[DISKSTATS_NAME_MAX];
+
+	return multipath_head_of(name, h, sizeof(h)) && strcmp(h, head) == 0;
+}
+
+/* An NVMe multipath head is a device of its subsystem, not of a controller:
+ * its sysfs link goes to .../virtual/nvme-subsystem/nvme-subsysN/block/. */
+static bool is_multipath_head(const char *dir, const char *name)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (!has_prefix_number(name, "nvme")) {
+		return false;
+	}
+	n = readlink(dir, target, sizeof(target) - 1);
+	if (n < 0) {
+		return false;
+	}
+	target[n] = '\0';
+	return strstr(target, "/nvme-subsystem/") != NULL;
+}
+
+/* An NVMe multipath head's hidden paths, its members as an md array's
+ * are: the head's multipath/ links where the kernel has them, else the
+ * block devices named as its paths (nvme1c1n1, nvme1c2n1 for nvme1n1). */
+static int read_paths(const char *sysfs, const char *dir, const char *head, char ***ret, unsigned *ret_n)
+{
+	static const char *const block_dirs[] = {"class/block", "block"};
+	char path[PATH_MAX];
+	int r = read_subdir(dir, "multipath", ret, ret_n);
+
+	for (size_t i = 0; r >= 0 && *ret_n == 0 && i < ELEMENTSOF(block_dirs); i++) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", sysfs, block_dirs[i]) < sizeof(path)) {
+			r = read_names(path, is_path_of, head, ret, ret_n);
+		}
+	}
+	return r;
 }
 
 static void topology_device_done(struct topology_device *d)
@@ -248,7 +309,11 @@ static int read_device(const char *sysfs, struct topology_device *d)
 	    d->topo.kind == DEVICE_KIND_LOOP && (d->topo.size_bytes == 0 || d->backing_file[0] == '\0');
 
 	if (has_dir) {
-		r = read_slaves(dir, &d->topo.members, &d->topo.n_members);
+		r = read_subdir(dir, "slaves", &d->topo.members, &d->topo.n_members);
+		if (r >= 0 && d->topo.n_members == 0 && d->topo.kind == DEVICE_KIND_DISK &&
+		    is_multipath_head(dir, d->name)) {
+			r = read_paths(sysfs, dir, d->name, &d->topo.members, &d->topo.n_members);
+		}
 		if (r < 0) {
 			return r;
 		}

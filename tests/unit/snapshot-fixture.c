@@ -139,6 +139,9 @@ static struct sampler_snapshot *fixture_samples(void)
 	    .read_iops_limit = 3000,
 	    .read_iops_limit_ratio = 0.9835,
 	    .at_ceiling_read_iops_seconds = 800,
+	    .write_throughput_limit = 52428800,
+	    .write_throughput_limit_ratio = 0.0254,
+	    .at_ceiling_write_throughput_seconds = 12,
 	};
 
 	/* a partition seen for the first time, with a mount point that needs

@@ -144,6 +144,32 @@ static void test_declared_direction_limits_get_their_ratios_and_seconds(void **s
 	assert_true(isnan(x.res.provider_iops));
 }
 
+static void test_declared_direction_throughput_limits_get_their_ratios_and_seconds(void **state)
+{
+	struct device_limits lim = {.read_throughput_limit = 16 << 20, .write_throughput_limit = 16 << 20};
+	struct run x;
+
+	/* 64 KiB reads at their cap of 16 MiB/s, writes at half of theirs */
+	run(&x, &lim, 256, 128, 65536, 16, 16, 20);
+	assert_near(x.res.read_throughput_limit_ratio, 1.0, 0.02);
+	assert_near(x.res.write_throughput_limit_ratio, 0.5, 0.02);
+	assert_near(x.res.at_ceiling_read_throughput_seconds, 20, 0.01);
+	assert_true(x.res.at_ceiling_write_throughput_seconds == 0);
+	/* the IOPS limits stay undeclared */
+	assert_true(isnan(x.res.read_iops_limit_ratio) && isnan(x.res.write_iops_limit_ratio));
+	assert_true(x.res.at_ceiling_read_seconds == 0 && x.res.at_ceiling_write_seconds == 0);
+}
+
+static void test_no_direction_throughput_limit_is_no_ratio(void **state)
+{
+	struct device_limits lim = {.iops_limit = 1000};
+	struct run x;
+
+	run(&x, &lim, 256, 128, 65536, 16, 16, 5);
+	assert_true(isnan(x.res.read_throughput_limit_ratio) && isnan(x.res.write_throughput_limit_ratio));
+	assert_true(x.res.at_ceiling_read_throughput_seconds == 0);
+}
+
 static void test_units_count_large_ios_against_the_limit(void **state)
 {
 	struct device_limits lim = {.iops_limit = 1000, .iops_unit = 256 * 1024};
@@ -166,6 +192,8 @@ int main(void)
 	    cmocka_unit_test(test_one_total_cap_is_not_split),
 	    cmocka_unit_test(test_throughput_cap_under_64k_reads),
 	    cmocka_unit_test(test_declared_direction_limits_get_their_ratios_and_seconds),
+	    cmocka_unit_test(test_declared_direction_throughput_limits_get_their_ratios_and_seconds),
+	    cmocka_unit_test(test_no_direction_throughput_limit_is_no_ratio),
 	    cmocka_unit_test(test_units_count_large_ios_against_the_limit),
 	};
 

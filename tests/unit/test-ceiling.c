@@ -15,6 +15,7 @@
 
 #include "ceiling.h"
 #include "macro.h"
+#include "volume_type.h"
 
 /* Deterministic noise: a 64-bit LCG, uniform in [-1, 1). */
 static uint64_t rng_state;
@@ -736,6 +737,65 @@ static void test_declared_iops_limit_wins_over_the_burst_rate(void **state)
 	assert_near(r.out.burst_balance_ratio, (29000.0 - 400) / 29000, 1e-9);
 }
 
+/* An st1 volume of 125 GiB as volume_type= gives it: 500 IOPS of 1 MiB,
+ * a baseline of 40 MiB/s per TiB (4.9 MiB/s) and a burst of 250 MiB/s per
+ * TiB (30.5 MiB/s) from a bucket of 125 GiB of throughput credits. */
+static struct device_config st1_config(void)
+{
+	struct volume_type_input in = {.size_bytes = 125ULL << 30};
+	struct volume_limits l;
+	const char *why = NULL;
+
+	assert_int_equal(volume_type_derive(VOLUME_TYPE_ST1, &in, &l, &why), 0);
+	return (struct device_config){
+	    .name = "xvdf",
+	    .iops_limit = l.iops_limit,
+	    .throughput_limit = l.throughput_limit,
+	    .burst_throughput = l.burst_throughput,
+	    .burst_throughput_credits = l.burst_throughput_credits,
+	    .ceiling_threshold = 0.95,
+	    .provider = {.volume_type = VOLUME_TYPE_ST1, .iops_unit = l.iops_unit},
+	};
+}
+
+/* Small random I/O below the baseline's bytes spends no throughput
+ * credits, and its IOPS plateau is a ceiling, not the bucket's burst. */
+static void test_st1_bucket_is_spent_in_bytes_not_ios(void **state)
+{
+	struct device_config dc = st1_config();
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 60; i++) {
+		feed_dc(&r, &dc, rates(480 * (1 + 0.002 * noise()), 4096, 16, 1.0));
+	}
+	assert_true(r.out.has_burst_model);
+	assert_near(r.out.burst_balance_ratio, 1.0, 1e-9);
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 480, 0.01);
+	/* 480 I/Os of at most 1 MiB are 480 of the 500 IOPS */
+	assert_near(r.out.iops_limit_ratio, 0.96, 0.01);
+}
+
+/* 256 KiB reads at the burst rate drain the bucket by their bytes over the
+ * baseline's (not by their count), and the flat top is the burst. */
+static void test_st1_bucket_drains_by_throughput_over_the_baseline(void **state)
+{
+	struct device_config dc = st1_config();
+	double burst = (double)dc.burst_throughput, base = (double)dc.throughput_limit;
+	double credits = (double)dc.burst_throughput_credits;
+	struct run r;
+
+	run_init(&r);
+	for (unsigned i = 0; i < 100; i++) {
+		feed_dc(&r, &dc, rates(burst / 262144, 262144, 16, 1.0));
+	}
+	assert_near(r.out.burst_balance_ratio, 1.0 - 100 * (burst - base) / credits, 1e-6);
+	assert_true(r.out.burst_balance_ratio < 0.99);
+	assert_false(r.out.is_throttled);
+	assert_near(r.out.throughput_limit_ratio, burst / base, 1e-6);
+}
+
 static void test_quiet_subtracts_iopsd_own_probes(void **state)
 {
 	struct run r;
@@ -1369,6 +1429,8 @@ int main(void)
 	    cmocka_unit_test(test_at_limit_flags_each_interval_at_the_threshold_of_either_limit),
 	    cmocka_unit_test(test_burst_bucket_drains_and_refills),
 	    cmocka_unit_test(test_declared_iops_limit_wins_over_the_burst_rate),
+	    cmocka_unit_test(test_st1_bucket_is_spent_in_bytes_not_ios),
+	    cmocka_unit_test(test_st1_bucket_drains_by_throughput_over_the_baseline),
 	    cmocka_unit_test(test_quiet_subtracts_iopsd_own_probes),
 	    cmocka_unit_test(test_measurement_becomes_the_estimate),
 	    cmocka_unit_test(test_set_keeps_state_by_name_and_forgets_vanished_devices),

@@ -113,6 +113,24 @@ static void test_an_underivable_preset_is_an_error(void **state)
 	assert_int_equal(l.iops_limit, 7);
 }
 
+/* st1's bucket is one of throughput credits: its burst rate and its bytes,
+ * no I/O credits. */
+static void test_st1_derives_a_throughput_bucket(void **state)
+{
+	struct device_declared d = none();
+	struct device_limits l;
+	char buf[256];
+
+	d.provider.volume_type = VOLUME_TYPE_ST1;
+	assert_int_equal(resolve(&d, 1024 * GIB, &l), 0);
+	assert_int_equal(l.burst_iops, 0);
+	assert_int_equal(l.burst_throughput, 250ULL << 20);
+	assert_int_equal(l.burst_throughput_credits, 1024 * GIB);
+	device_limits_describe(&l, buf, sizeof(buf));
+	assert_string_equal(buf, "iops_limit=500 iops_unit=1m throughput_limit=40m burst_throughput=250m "
+				 "burst_throughput_credits=1t");
+}
+
 static void test_describe_for_check_config(void **state)
 {
 	struct device_declared d = none();
@@ -139,6 +157,7 @@ int main(void)
 	    cmocka_unit_test(test_explicit_limits_override_the_preset_with_a_notice),
 	    cmocka_unit_test(test_a_declared_bucket_replaces_the_presets),
 	    cmocka_unit_test(test_an_underivable_preset_is_an_error),
+	    cmocka_unit_test(test_st1_derives_a_throughput_bucket),
 	    cmocka_unit_test(test_describe_for_check_config),
 	};
 

@@ -106,9 +106,38 @@ static void render_and_compare(const char *config_text, const char *golden_prom,
 
 static void test_fixture_tree_device_metrics_match_golden(void **state)
 {
-	render_and_compare("[global]\n"
-			   "[device /data]\niops_limit=6000\nthroughput_limit=250m\n",
-			   "sampler-ec2-md-raid0.prom", "sampler-ec2-md-raid0.openmetrics");
+	render_and_compare(
+	    "[global]\n"
+	    "[device /data]\niops_limit=6000\nthroughput_limit=250m\nread_throughput_limit=100m\n",
+	    "sampler-ec2-md-raid0.prom", "sampler-ec2-md-raid0.openmetrics");
+}
+
+/* NVMe native multipath: the head's hidden paths are its members in
+ * iopsd_device_info, as an md array's are, and have no series of their own. */
+static void test_multipath_paths_are_members_in_device_info(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *ss;
+	struct registry *r = NULL;
+	struct snapshot *snap;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	sampler_env_setup(&e, "nvme-multipath", NULL);
+	assert_int_equal(registry_new(&r), 0);
+	ss = sampler_env_sample(&e, 0);
+	registry_set_samples(r, ss);
+	sampler_snapshot_unref(ss);
+	assert_int_equal(registry_publish(r), 0);
+	snap = registry_acquire(r);
+	assert_int_equal(render_prom(snap, METRICS_FORMAT_PROMETHEUS, &text, &len), 0);
+	assert_non_null(strstr(text, "iopsd_device_info{device=\"nvme1n1\",kind=\"disk\","
+				     "members=\"nvme1c1n1,nvme1c2n1\",mountpoint=\"/data\"} 1"));
+	assert_non_null(strstr(text, "iopsd_device_info{device=\"nvme0n1\",kind=\"disk\",members=\"\","));
+	assert_null(strstr(text, "device=\"nvme1c1n1\""));
+	snapshot_unref(snap);
+	registry_free(r);
+	sampler_env_teardown(&e);
 }
 
 /* A probe on a directory of the root filesystem that an md array is then
@@ -172,6 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fixture_tree_device_metrics_match_golden),
+	    cmocka_unit_test(test_multipath_paths_are_members_in_device_info),
 	    cmocka_unit_test(test_probe_device_follows_a_mount_on_its_target),
 	};
 

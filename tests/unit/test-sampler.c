@@ -390,6 +390,55 @@ static void test_multipath_head_carries_its_hidden_paths_io(void **state)
 	sampler_env_teardown(&e);
 }
 
+/* The head's hidden paths are its members, as an md array's are (found by
+ * name where the kernel has no multipath/ links, as 6.1 has not), and a
+ * namespace of one controller has none. */
+static void test_multipath_paths_are_the_heads_members(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	const struct device_state *head;
+
+	sampler_env_setup(&e, "nvme-multipath", NULL);
+	s = sampler_env_sample(&e, 0);
+	head = get(s, "nvme1n1");
+	assert_int_equal(head->topo.kind, DEVICE_KIND_DISK);
+	assert_int_equal(head->topo.n_members, 2);
+	assert_string_equal(head->topo.members[0], "nvme1c1n1");
+	assert_string_equal(head->topo.members[1], "nvme1c2n1");
+	assert_int_equal(get(s, "nvme0n1")->topo.n_members, 0);
+	/* the paths are still no devices of their own */
+	assert_names(s, "nvme0n1,nvme1n1");
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
+/* A kernel with the head's multipath/ links: the paths they name, not
+ * whatever else is called like one (a stray nvme1c9n1 in /sys/block). */
+static void test_multipath_links_name_the_paths(void **state)
+{
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	const struct device_state *head;
+	char cmd[3000];
+
+	sampler_env_setup(&e, "nvme-multipath", NULL);
+	sampler_env_private_sysfs(&e);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cd '%s/devices/virtual/nvme-subsystem/nvme-subsys1/block/nvme1n1' && mkdir multipath && "
+	    "ln -s ../../../../../pci0000:00/0000:00:0b.0/nvme/nvme2/block/nvme1c2n1 multipath/nvme1c2n1 && "
+	    "ln -s ../devices/pci0000:00/0000:00:0b.0/nvme/nvme2/block/nvme1c2n1 '%s/block/nvme1c9n1'",
+	    e.sys, e.sys);
+	assert_int_equal(system(cmd), 0);
+	s = sampler_env_sample(&e, 0);
+	head = get(s, "nvme1n1");
+	assert_int_equal(head->topo.n_members, 1);
+	assert_string_equal(head->topo.members[0], "nvme1c2n1");
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 static void test_psi_totals_are_in_the_snapshot(void **state)
 {
 	struct sampler_env e;
@@ -890,6 +939,8 @@ int main(void)
 	    cmocka_unit_test(test_device_vanishing_and_returning_restarts_its_rates),
 	    cmocka_unit_test(test_kernel_4x_trees_sample_without_psi),
 	    cmocka_unit_test(test_multipath_head_carries_its_hidden_paths_io),
+	    cmocka_unit_test(test_multipath_paths_are_the_heads_members),
+	    cmocka_unit_test(test_multipath_links_name_the_paths),
 	    cmocka_unit_test(test_psi_totals_are_in_the_snapshot),
 	    cmocka_unit_test(test_snapshot_outlives_the_sampler),
 	    cmocka_unit_test(test_max_devices_caps_the_snapshot),

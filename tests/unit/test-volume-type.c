@@ -167,9 +167,11 @@ static void test_st1_counts_1_mib_units_with_a_throughput_bucket(void **state)
 	assert_int_equal(tib.iops_limit, 500);
 	assert_int_equal(tib.throughput_limit, 40 * MIB);
 	assert_int_equal(tib.burst_throughput, 250 * MIB);
-	assert_int_equal(tib.burst_iops, 250);
-	assert_true(tib.credit_rate == 40.0);
-	assert_int_equal(tib.burst_credits, 1024 * 1024); /* 1 TiB of 1 MiB credits */
+	/* the bucket is of throughput credits: 1 TiB per TiB, no I/O credits */
+	assert_int_equal(tib.burst_throughput_credits, 1024 * GIB);
+	assert_int_equal(tib.burst_iops, 0);
+	assert_int_equal(tib.burst_credits, 0);
+	assert_true(tib.credit_rate == 0);
 	assert_int_equal(big.throughput_limit, 500 * MIB);
 	assert_int_equal(big.burst_throughput, 500 * MIB);
 }
@@ -184,7 +186,10 @@ static void test_sc1_counts_1_mib_units_with_a_smaller_bucket(void **state)
 	assert_int_equal(tib.iops_limit, 250);
 	assert_int_equal(tib.throughput_limit, 12 * MIB);
 	assert_int_equal(tib.burst_throughput, 80 * MIB);
+	assert_int_equal(tib.burst_throughput_credits, 1024 * GIB);
+	assert_int_equal(tib.burst_iops, 0);
 	assert_int_equal(big.throughput_limit, 192 * MIB);
+	assert_int_equal(big.burst_throughput_credits, 16384 * GIB);
 	assert_int_equal(big.burst_throughput, 250 * MIB);
 	derive_fails(VOLUME_TYPE_SC1, &iops);
 }

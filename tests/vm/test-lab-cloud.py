@@ -23,14 +23,23 @@ query-blockstats) or fio's:
             x-iops-total-max=3000, x-iops-total-max-length=40, all three
             under load: the shared ceiling's bucket learned as a volume's
             (burst rate, base, when it ran out), the base flagged as the
-            shared ceiling; a second burst after a refill is not flagged
+            shared ceiling; a second burst after a refill is not flagged.
+            QEMU's drop is the group held at 1500 (+- 4%, 5 s), never a
+            starved guest submitting less; the burst rate is QEMU's median
+            second of it; each run starts with the group's bucket full
   mpath     NVMe native multipath (nvme-subsys, two controllers, one shared
             namespace capped at 800): the mounted volume's IOPS within 1% of
             fio's whichever node the kernel counts on, nothing counted twice
-            in [instance], probes on the head, the ceiling at 800 found on it
+            in [instance], probes on the head, the ceiling at 800 found on it,
+            the hidden paths the head's members (and no devices of their own)
   dmi       -smbios type=1,manufacturer=Amazon EC2,product=m5.large: the
             instance type as a label of iopsd_instance_type_info and in
             /api/v1/status
+
+IOPSD_LAB_CLOUD_ONLY=instburst,dmi (a comma-separated list of the names
+above) runs those scenarios only, in the same boot. After each instance
+burst the guest's per-second device history goes to
+BUILDDIR/lab-cloud-history-TAG.json, for a replay through the detector.
 
 The verdict is tests/vm/test-lab-scenarios.py's: a check the lab could not
 deliver is inconclusive and its scenario runs once more; the run fails when
@@ -297,25 +306,43 @@ class Cloud:
     def shared_series(self, name, t0):
         return [(lab, pts) for lab, pts in self.rec.labels_of("main", name, t0)]
 
+    def refill(self):
+        """Wait until QEMU's group bucket is full again after the last
+        burst: 3000 x 40 I/Os come back at the base, 1500 a second."""
+        wait = 3 * C * 40 / (1.5 * C) + 5 - (time.time() - getattr(self, "burst_ended", 0))
+        if wait > 0:
+            log(f"waiting {wait:.0f} s for the group's bucket to refill")
+            time.sleep(wait)
+
     @scenario("instburst")
     def instburst(self, second=False):
         tag = "instburst2" if second else "instburst"
         drives = tuple(f"d-{n}" for n in ("ib1", "ib2", "ib3"))
+        # a rerun too: a burst cut short by a part-empty bucket is no burst
+        self.refill()
         t0 = time.time()
         self.load(tag, [(f"/dev/{self.disk[n]}", "randread", "4k", 16, 0) for n in ("ib1", "ib2", "ib3")])
         rates = lambda: self.rec.rate(drives, t0, window=2)  # noqa: E731
         top = self.rec.wait(lambda: ls.first(rates(), lambda v: v >= 2.7 * C), 40)
-        drop = self.rec.wait(lambda: top and ls.settled([p for p in rates() if p[0] > top[0] + 3], 1.6 * C, 5), 150)
+        # QEMU's drop is the group held at its base (1500 +- 4% for 5 s), not
+        # a starved guest submitting less for a while (a run: 10 s at 1000,
+        # the guest's queues at 1 or 2, before the bucket ran dry); each
+        # starved second refills the bucket and makes the burst longer
+        drop = self.rec.wait(lambda: top and ls.settled_at([p for p in rates() if p[0] > top[0] + 3], 1.5 * C,
+                                                           0.04, 5), 200)
         if not (top and drop):
             check(tag, "QEMU delivered the group's burst, then its base", False,
                   f"rates {[round(v) for _, v in rates()][::4]}", f"{3 * C} then {3 * C // 2}",
                   lab_limit="the TCG guest did not submit the burst over the three volumes")
             self.fio.stop(tag)
+            self.burst_ended = time.time()
             return
         # the shared detector's window (20 s) after the drop, and a scrape
         time.sleep(max(0, drop[0] + 30 - time.time()))
+        # the bucket's burst rate is what QEMU let through while the guest
+        # kept it busy: the median second, not the mean of the starved ones
         inside = [v for t, v in rates() if top[0] + 2 <= t <= drop[0] - 2]
-        burst_rate = statistics.mean(inside) if inside else None
+        burst_rate = statistics.median(inside) if inside else None
         short = None if within(burst_rate, 3 * C, 0.03) else (
             f"QEMU let {fmt(burst_rate, '.0f')} I/O/s through to the group during its burst, not {3 * C}: the TCG "
             "guest did not submit the burst over the three volumes")
@@ -350,6 +377,20 @@ class Cloud:
                   f"learned burst {fmt(got['burst_iops_estimate'])}", "0, with a learned bucket", lab_limit=short)
         self.fio.stop(tag)
         self.burst_ended = time.time()
+        self.save_history(tag, t0)
+
+    def save_history(self, tag, t0):
+        """The three volumes' per-second history since t0, as iopsd kept it."""
+        window = int(time.time() - t0) + 30
+        try:
+            h = self.lab.get_json(f"/api/v1/history?window={window}s")
+        except Exception as e:  # noqa: BLE001 - a figure for the replay, not a check
+            log(f"{tag}: no history ({e})")
+            return
+        keep = {self.disk[n] for n in ("ib1", "ib2", "ib3")}
+        h["devices"] = [d for d in h.get("devices", []) if d.get("name") in keep]
+        with open(os.path.join(ls.BUILDDIR, f"lab-cloud-history-{tag}.json"), "w") as f:
+            json.dump(h, f)
 
     # NVMe native multipath
 
@@ -376,9 +417,9 @@ class Cloud:
         check("mpath", "the ceiling at 800 on the head", within(ce.get("iops_estimate"), 8 * C // 10, 0.02),
               fmt(ce.get("iops_estimate")), f"{8 * C // 10} +- 2%", detection=True)
         others = [d["name"] for d in self.lab.get_json("/api/v1/devices")["devices"] if d["name"] in paths]
-        check("mpath", "hidden paths only as the head's members",
-              not others and set(dev.get("members") or []) <= set(paths),
-              f"listed {others}, members {dev.get('members')}", "not listed on their own")
+        check("mpath", "hidden paths only as the head's members, all of them",
+              not others and sorted(dev.get("members") or []) == paths,
+              f"listed {others}, members {dev.get('members')}", f"not listed on their own, members {paths}")
         probe = [lab for lab, _ in self.rec.labels_of("main", "iopsd_probe_info", t0) if lab.get("probe") == "mp"]
         check("mpath", "the probe on /mnt/mp targets the head", probe and probe[0].get("device") == head,
               probe[0].get("device") if probe else "no probe_info", head)
@@ -417,22 +458,18 @@ def run(tmp):
         sc.clock_offset = guest - (t + time.time()) / 2
         log(f"lab up in {lab.t_up:.0f} s; {', '.join(f'{n}={d}' for n, d in sc.disk.items())}; "
             f"the host's load {open('/proc/loadavg').read().split()[:3]}")
-        r = lab.run("iopsd --check-config --config /etc/iopsd/iopsd.conf", check=False)
-        out = r.stdout + r.stderr
-        check("unit", "--check-config prints the limits io1 iops=1000 derives", "io1" in out and "256k" in out.lower()
-              and str(C) in out, out.strip()[-600:], "io1, 1000 IOPS, 256k units")
-        sc.dmi()
-        sc.unit()
-        sc.rw()
-        sc.bps()
-        sc.mpath()
-        sc.instburst()
-        # QEMU's group bucket refills at the base: 3000 x 40 I/Os at 1500/s
-        wait = 3 * C * 40 / (1.5 * C) + 5 - (time.time() - getattr(sc, "burst_ended", 0))
-        if wait > 0:
-            log(f"waiting {wait:.0f} s for the group's bucket to refill")
-            time.sleep(wait)
-        sc.instburst(second=True)
+        only = {n for n in os.environ.get("IOPSD_LAB_CLOUD_ONLY", "").split(",") if n}
+        want = lambda n: not only or n in only  # noqa: E731
+        if want("unit"):
+            r = lab.run("iopsd --check-config --config /etc/iopsd/iopsd.conf", check=False)
+            out = r.stdout + r.stderr
+            check("unit", "--check-config prints the limits io1 iops=1000 derives", "io1" in out
+                  and "256k" in out.lower() and str(C) in out, out.strip()[-600:], "io1, 1000 IOPS, 256k units")
+        for n in ("dmi", "unit", "rw", "bps", "mpath", "instburst"):
+            if want(n):
+                getattr(sc, n)()
+        if want("instburst"):
+            sc.instburst(second=True)
         rec.stop_ev.set()
         rec.join(10)
     wall = time.monotonic() - ls.T_START

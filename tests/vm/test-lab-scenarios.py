@@ -310,6 +310,18 @@ def settled(series, level, hold):
     return None
 
 
+def settled_at(series, level, tol, hold):
+    """The first point of `series` within tol (a share) of level that stays
+    there for `hold` seconds: a bucket held at its base, not a dip below it."""
+    near = lambda v: abs(v - level) <= tol * level  # noqa: E731
+    for i, (t, v) in enumerate(series):
+        if near(v):
+            rest = [x for u, x in series[i:] if u <= t + hold]
+            if series[-1][0] >= t + hold and all(near(x) for x in rest):
+                return (t, v)
+    return None
+
+
 def plateau_at(secs, cap):
     """When 1-s rates [(t, IOPS)] first held a plateau at cap by iopsd's
     rule (iopsd(8), CEILING DETECTION): a window of 20 seconds in which all
