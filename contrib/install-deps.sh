@@ -12,7 +12,7 @@ build=(meson ninja-build pkg-config gcc libc6-dev libmicrohttpd-dev libjansson-d
        libjs-chart.js libyaml-dev)
 tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples python3-six sysstat prometheus prometheus-node-exporter
        prometheus-alertmanager victoria-metrics
-       jq curl apache2-utils e2fsprogs util-linux mount systemd python3 wrk ioping strace
+       jq curl apache2-utils e2fsprogs util-linux mount systemd python3 python3-yaml wrk ioping strace
        chromium fonts-liberation fonts-dejavu-core fonts-noto-core fonts-noto-mono fontconfig valgrind openssl
        mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3)
 package=(build-essential debhelper dpkg-dev)
