@@ -74,6 +74,8 @@ echo "== lint: no function over 60 lines, no file over 900 (tests/lint/function-
 ./tests/lint/function-length.py || lint_status=1
 echo "== lint: no include goes up a layer (tests/lint/layers.py)"
 ./tests/lint/layers.py || lint_status=1
+echo "== lint: every Python import is installed by install-deps.sh (tests/lint/python-deps.py)"
+./tests/lint/python-deps.py || lint_status=1
 
 echo "== build: normal (-Werror)"
 setup build -Dwerror=true -Dtests=enabled
