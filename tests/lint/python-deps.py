@@ -47,8 +47,11 @@ def imports(path):
 
 
 def installed_packages(root):
+    """The packages of install-deps.sh's lists (build=(...), tests=(...),
+    package=(...)), not any word of the script."""
     with open(os.path.join(root, "contrib", "install-deps.sh")) as f:
-        return set(re.findall(r"[a-z0-9][a-z0-9.+-]+", f.read()))
+        lists = re.findall(r"^[a-z]+=\(([^)]*)\)", f.read(), re.M)
+    return {w for body in lists for w in body.split()}
 
 
 def main():
