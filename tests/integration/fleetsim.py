@@ -157,13 +157,19 @@ class Generator:
         self.threads = [threading.Thread(target=self.run, args=(False, self.COARSE_PERIOD), daemon=True),
                         threading.Thread(target=self.run, args=(True, self.FINE_PERIOD), daemon=True)]
 
-    def start(self):
-        self.t0 = time.time()
+    def start(self, hold=False):
+        """With hold, the profiles' clock stands before its zero (every
+        volume runs what it runs before its start) until begin()."""
+        self.t0 = None if hold else time.time()
         for t in self.threads:
             t.start()
 
+    def begin(self):
+        """Time zero of the profiles: now."""
+        self.t0 = time.time()
+
     def elapsed(self):
-        return time.time() - self.t0
+        return 0.0 if self.t0 is None else time.time() - self.t0
 
     def run(self, fine, period):
         hosts = [h for h in self.hosts if h.is_fine == fine]
@@ -179,7 +185,7 @@ class Generator:
             now = time.time()
             self.late += now - last > 2 * period
             for h in hosts:
-                h.advance(now - self.t0, now - last)
+                h.advance(-1.0 if self.t0 is None else now - self.t0, now - last)
             self.writes += 1
             last = now
 
@@ -221,8 +227,8 @@ class Fleet:
     def instance(self, h):
         return f"127.0.0.1:{self.ports[h]}"
 
-    def start(self):
-        self.generator.start()
+    def start(self, hold=False):
+        self.generator.start(hold)
         for h, host in enumerate(self.hosts):
             if h in self.down:
                 continue
