@@ -48,10 +48,8 @@ Figures go to BUILDDIR/lab-cloud.json."""
 import importlib.util
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -480,14 +478,7 @@ def run(tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="lab-cloud-")
-    try:
-        return run(tmp)
-    finally:
-        console = os.path.join(tmp, "console.log")
-        if os.path.exists(console):
-            shutil.copy(console, os.path.join(ls.BUILDDIR, "lab-cloud-console.log"))
-        shutil.rmtree(tmp, ignore_errors=True)
+    return ls.lab_main("lab-cloud", run)
 
 
 if __name__ == "__main__":

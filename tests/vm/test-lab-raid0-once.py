@@ -24,7 +24,9 @@ always threads, and fio's 16 processes took 2 s to start in the TCG
 guest, idle seconds in fio's disk-stats window that read 1-2 points below
 iopsd's (a run: randread 98.12% vs 99.21%, read 94.99% vs 97.24%); with
 `thread`, at 20 s, iopsd read 0.16-0.80 points above fio, the start and
-end of each tool's window (30 s leaves a third less of that). QEMU's own count (QMP query-blockstats) says whether the lab
+end of each tool's window (30 s leaves a third less of that).
+
+QEMU's own count (QMP query-blockstats) says whether the lab
 delivered r1's cap during a run: when it did not, the check judged
 nothing about iopsd and is inconclusive; the job file runs once more,
 and the verdict is tests/vm/test-lab-scenarios.py's. Figures go to
@@ -33,9 +35,7 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -162,13 +162,9 @@ def run(tmp):
         sc = Raid0Once(lab, rec)
         log(f"lab up in {lab.t_up:.0f} s; {sc.md} over {sc.members}; the host's load "
             f"{open('/proc/loadavg').read().split()[:3]}")
-        # fio's 16 files at full size, once, the caps lifted meanwhile
-        for m in ("r1", "r2"):
-            lab.vm.qmp.execute("block_set_io_throttle", dict(iopsdlab.Caps().qmp(), device=f"d-{m}"))
-        lab.run("for i in $(seq 0 15); do dd if=/dev/zero of=/data/fieldnotes.$i.0 bs=1M count=32 "
-                "oflag=direct status=none; done; chmod 755 /data", timeout=600)
-        for m in ("r1", "r2"):
-            lab.vm.qmp.execute("block_set_io_throttle", dict(cfg.volumes[m].caps.qmp(), device=f"d-{m}"))
+        # fio's 16 files at full size, once
+        ls.uncapped(lab, ("r1", "r2"), "for i in $(seq 0 15); do dd if=/dev/zero of=/data/fieldnotes.$i.0 "
+                    "bs=1M count=32 oflag=direct status=none; done; chmod 755 /data", timeout=600)
         for job_name, rw in JOBS:
             scenario(job_name)(Raid0Once.job)(sc, job_name, rw)
         rec.stop_ev.set()
@@ -181,14 +177,7 @@ def run(tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="lab-raid0-once-")
-    try:
-        return run(tmp)
-    finally:
-        console = os.path.join(tmp, "console.log")
-        if os.path.exists(console):
-            shutil.copy(console, os.path.join(ls.BUILDDIR, "lab-raid0-once-console.log"))
-        shutil.rmtree(tmp, ignore_errors=True)
+    return ls.lab_main("lab-raid0-once", run)
 
 
 if __name__ == "__main__":

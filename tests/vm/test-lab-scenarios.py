@@ -1484,6 +1484,31 @@ def cgroup_v2(lab):
 
 # --- the run ----------------------------------------------------------------------------------
 
+def uncapped(lab, names, cmd, timeout=900):
+    """Run cmd in the guest with the QEMU caps of the volumes `names`
+    lifted meanwhile: setup, not a scenario."""
+    for m in names:
+        lab.vm.qmp.execute("block_set_io_throttle", dict(iopsdlab.Caps().qmp(), device=f"d-{m}"))
+    try:
+        lab.run(cmd, timeout=timeout)
+    finally:
+        for m in names:
+            lab.vm.qmp.execute("block_set_io_throttle", dict(lab.cfg.volumes[m].caps.qmp(), device=f"d-{m}"))
+
+
+def lab_main(prefix, run):
+    """run(tmp) in a temporary directory; the guest's console log kept as
+    BUILDDIR/PREFIX-console.log."""
+    tmp = tempfile.mkdtemp(prefix=prefix + "-")
+    try:
+        return run(tmp)
+    finally:
+        console = os.path.join(tmp, "console.log")
+        if os.path.exists(console):
+            shutil.copy(console, os.path.join(BUILDDIR, prefix + "-console.log"))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def package():
     """IOPSD_DEB, or the package built from this tree (as the other VM
     tests do): the scenarios run iopsd as it ships."""
@@ -1497,14 +1522,7 @@ def package():
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="lab-scenarios-")
-    try:
-        return run(tmp)
-    finally:
-        console = os.path.join(tmp, "console.log")
-        if os.path.exists(console):
-            shutil.copy(console, os.path.join(BUILDDIR, "lab-scenarios-console.log"))
-        shutil.rmtree(tmp, ignore_errors=True)
+    return lab_main("lab-scenarios", run)
 
 
 def run(tmp):
@@ -1543,13 +1561,8 @@ def run(tmp):
             f"{sc.clock_offset:+.2f} s; writing the users' files")
         # the job file's 16 files, written once at full size (fio would lay
         # them out 4k at a time)
-        # (the members' caps lifted meanwhile: setup, not a scenario)
-        for m in ("r1", "r2"):
-            lab.vm.qmp.execute("block_set_io_throttle", dict(iopsdlab.Caps().qmp(), device=f"d-{m}"))
-        lab.run("for i in $(seq 0 15); do dd if=/dev/zero of=/data/randread4k.$i.0 bs=1M count=100 "
-                "oflag=direct status=none; done", timeout=900)
-        for m in ("r1", "r2"):
-            lab.vm.qmp.execute("block_set_io_throttle", dict(v[m].caps.qmp(), device=f"d-{m}"))
+        uncapped(lab, ("r1", "r2"), "for i in $(seq 0 15); do dd if=/dev/zero of=/data/randread4k.$i.0 bs=1M "
+                 "count=100 oflag=direct status=none; done")
         sums = write_user_data(lab)
         # its latency log, I/O by I/O (wall-clock ms): the reference for
         # any latency alert on the control volume
