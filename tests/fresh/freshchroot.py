@@ -219,9 +219,11 @@ class Chroot:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_suite(src, short):
-    """CI=true ./tests/run.sh [--short] in a new chroot; its exit status."""
-    mode = ["--short"] if short else []
+def run_suite(src, short, ci=False):
+    """CI=true ./tests/run.sh [--short] in a new chroot (with ci, CI's whole
+    entry point, .ci/run: tests/run.sh, then tests/run.sh --lab); its exit
+    status."""
+    cmd = [".ci/run"] if ci else ["./tests/run.sh"] + (["--short"] if short else [])
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            "LANG": "C.UTF-8", "CI": "true", "IOPSD_FRESH_CHROOT": "1"}
     t0 = time.monotonic()
@@ -230,14 +232,14 @@ def run_suite(src, short):
     try:
         chroot.create(src)
         chroot.mount()
-        log(f"in the chroot: CI=true ./tests/run.sh {' '.join(mode)}")
+        log(f"in the chroot: CI=true {' '.join(cmd)}")
         t1 = time.monotonic()
-        proc = chroot.start(["./tests/run.sh", *mode], env, None)
+        proc = chroot.start(cmd, env, None)
         rc = proc.wait()
-        log(f"./tests/run.sh {' '.join(mode)}: exit {rc} after {time.monotonic() - t1:.0f}s")
+        log(f"{' '.join(cmd)}: exit {rc} after {time.monotonic() - t1:.0f}s")
     finally:
         chroot.cleanup()
-    log(f"fresh chroot ({'short' if short else 'full'} mode): exit {rc}, {time.monotonic() - t0:.0f}s in all")
+    log(f"fresh chroot ({'ci' if ci else 'short' if short else 'full'} mode): exit {rc}, {time.monotonic() - t0:.0f}s in all")
     return rc
 
 
@@ -247,6 +249,8 @@ def main(argv):
     ap.add_argument("--short", action="store_true",
                     help="only the steps that depend on what is installed: install-deps.sh --tests, "
                          "both builds, the unit suites, the package build and test-live-page")
+    ap.add_argument("--ci", action="store_true",
+                    help="CI's whole entry point, .ci/run (tests/run.sh, then tests/run.sh --lab)")
     ap.add_argument("--src", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -256,7 +260,7 @@ def main(argv):
         if not shutil.which(tool):
             print(f"run-in-chroot: {tool} not found: run contrib/install-deps.sh --tests")
             return 1
-    return run_suite(os.path.realpath(args.src), args.short)
+    return run_suite(os.path.realpath(args.src), args.short, args.ci)
 
 
 if __name__ == "__main__":

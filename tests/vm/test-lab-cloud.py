@@ -159,9 +159,10 @@ class Cloud:
         rec = self.rec
         for n in ("unit", "unitvt", "unit0"):
             d = self.disk[n]
-            mskb = int(self.lab.sh(f"cat /sys/block/{d}/queue/max_sectors_kb"))
-            check("unit", f"{n}: the guest sends 1 MiB I/Os whole (max_sectors_kb)", mskb >= 1024, f"{mskb}",
-                  ">= 1024")
+            mskb, segs = (int(x) for x in self.lab.sh(f"cat /sys/block/{d}/queue/max_sectors_kb "
+                                                      f"/sys/block/{d}/queue/max_segments").split())
+            check("unit", f"{n}: the guest sends 1 MiB I/Os whole (max_sectors_kb, max_segments)",
+                  mskb >= 1024 and segs >= 256, f"{mskb} KiB, {segs} segments", ">= 1024 KiB, >= 256 segments")
             t0 = time.time()
             self.load(n, [(f"/dev/{d}", "randread", "1M", 4, 0)])
             time.sleep(25)
