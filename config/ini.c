@@ -73,6 +73,19 @@ static int handler(void *user, const char *section, const char *key, const char 
 	return 1;
 }
 
+/* fio cuts every line at its first ';' or '#', in a value too ("numjobs=4 #
+ * per volume", "rw=randread;x"): so does iopsd, so that a runbook's job
+ * file means the same to both. The newline stays, for inih. */
+static void strip_comment(char *line)
+{
+	char *c = line + strcspn(line, ";#");
+
+	if (*c != '\0') {
+		c[0] = '\n';
+		c[1] = '\0';
+	}
+}
+
 /* The reader hands inih one line at a time, which lets us number lines,
  * notice section headers (inih reports none for an empty section), and turn
  * fio's bare flags ("time_based") into "time_based=1". */
@@ -101,6 +114,7 @@ static char *reader(char *str, int num, void *stream)
 	str[len] = '\0';
 	p->pos += len;
 	p->line++;
+	strip_comment(str);
 
 	for (s = str; *s == ' ' || *s == '\t'; s++) {
 	}
@@ -120,7 +134,7 @@ static char *reader(char *str, int num, void *stream)
 			snprintf(name, sizeof(name), "%.*s", (int)(b - a), a);
 			config_section_begin(p, name, p->line);
 		}
-	} else if (*s && *s != '#' && *s != ';' && *s != '\n' && *s != '\r' && !strchr(s, '=') &&
+	} else if (*s && *s != '\n' && *s != '\r' && !strchr(s, '=') &&
 		   !strchr(s, ':') && s == str) {
 		size_t l = strcspn(str, "\r\n");
 

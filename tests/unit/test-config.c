@@ -142,12 +142,18 @@ static void test_builtin_default_is_a_gentle_probe(void **state)
 static void test_bare_fio_flags_and_comments(void **state)
 {
 	struct config *c = NULL;
-	static const char text[] = "# comment\n; another\n[j]\ntime_based\ngroup_reporting\n"
-				   "directory=/x ; inline\nrw=read\n";
+	static const char text[] = "# comment\n; another\n[j] # the job\ntime_based # flag\n"
+				   "group_reporting\ndirectory=/x ; inline\nrw=read#no space\n"
+				   "numjobs=4 # per volume\nbs=8k;x\n";
 
+	/* fio cuts a line at its first ';' or '#', in a value too */
 	assert_int_equal(config_load_string("t.conf", text, NULL, &c), 0);
+	assert_string_equal(c->probes[0].name, "j");
+	assert_true(c->probes[0].time_based);
 	assert_int_equal(c->probes[0].rw, PROBE_RW_READ);
 	assert_string_equal(c->probes[0].directory, "/x");
+	assert_int_equal(c->probes[0].numjobs, 4);
+	assert_int_equal(c->probes[0].bs, 8192);
 	config_free(c);
 }
 
