@@ -134,8 +134,7 @@ static char *reader(char *str, int num, void *stream)
 			snprintf(name, sizeof(name), "%.*s", (int)(b - a), a);
 			config_section_begin(p, name, p->line);
 		}
-	} else if (*s && *s != '\n' && *s != '\r' && !strchr(s, '=') &&
-		   !strchr(s, ':') && s == str) {
+	} else if (*s && *s != '\n' && *s != '\r' && !strchr(s, '=') && !strchr(s, ':') && s == str) {
 		size_t l = strcspn(str, "\r\n");
 
 		if (l + 3 <= max) {
