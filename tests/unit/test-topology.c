@@ -107,13 +107,10 @@ static void test_partition_maps_to_its_whole_disk(void **state)
 	assert_int_equal(p->topo.kind, DEVICE_KIND_PARTITION);
 	assert_string_equal(p->topo.parent, "xvda");
 	assert_ptr_equal(&t->devices[p->parent], get(t, "xvda"));
-	assert_string_equal(p->topo.physical_members, "xvda");
 	assert_string_equal(get(t, "nvme0n1p2")->topo.parent, "nvme0n1");
 	assert_int_equal(get(t, "xvda")->topo.kind, DEVICE_KIND_DISK);
 	assert_int_equal(get(t, "xvda")->parent, SIZE_MAX);
 	assert_string_equal(get(t, "xvda")->topo.parent, "");
-	/* a plain disk has no physical members of its own */
-	assert_string_equal(get(t, "xvda")->topo.physical_members, "");
 	topology_unref(t);
 }
 
@@ -131,15 +128,12 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	assert_ptr_equal(&t->devices[md->members[0]], get(t, "xvdf"));
 	assert_ptr_equal(&t->devices[md->members[1]], get(t, "xvdg"));
 	assert_string_equal(md->topo.raid_level, "raid0");
-	assert_string_equal(md->topo.physical_members, "xvdf,xvdg");
 
-	/* LVM on a partition: the member is the partition, the physical
-	 * member its disk */
+	/* LVM on a partition: the member is the partition */
 	assert_int_equal(dm->topo.kind, DEVICE_KIND_DM);
 	assert_string_equal(dm->topo.dm_name, "vg0-data");
 	assert_int_equal(dm->topo.n_members, 1);
 	assert_string_equal(dm->topo.members[0], "nvme0n1p2");
-	assert_string_equal(dm->topo.physical_members, "nvme0n1");
 	assert_ptr_equal(topology_find_dm_name(t, "vg0-data"), dm);
 	topology_unref(t);
 }
@@ -228,8 +222,7 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	assert_int_equal(system(cmd), 0);
 }
 
-/* A path's mount -> the device -> through the partition or the md/dm layer
- * down to the physical members. */
+/* A path's mount -> the device -> its members or its partition's disk. */
 static void test_path_maps_through_partition_and_raid_to_members(void **state)
 {
 	struct topology *t = build("ec2-md-raid0");
@@ -238,11 +231,12 @@ static void test_path_maps_through_partition_and_raid_to_members(void **state)
 	d = topology_device_for_path(t, "/data/mysql/ibdata1");
 	assert_non_null(d);
 	assert_string_equal(d->name, "md0");
-	assert_string_equal(d->topo.physical_members, "xvdf,xvdg");
+	assert_int_equal(d->topo.n_members, 2);
+	assert_string_equal(d->topo.members[1], "xvdg");
 
 	d = topology_device_for_path(t, "/var/lib/mysql");
 	assert_string_equal(d->name, "dm-0");
-	assert_string_equal(d->topo.physical_members, "nvme0n1");
+	assert_string_equal(t->devices[t->devices[d->members[0]].parent].name, "nvme0n1");
 
 	d = topology_device_for_path(t, "/mnt/my disk/file");
 	assert_string_equal(d->name, "nvme0n1p1");
@@ -265,7 +259,6 @@ static void test_path_maps_through_partition_and_raid_to_members(void **state)
 	d = topology_device_for_path(t, "/home/alice");
 	assert_string_equal(d->name, "sda2");
 	assert_string_equal(t->devices[d->parent].name, "sda");
-	assert_string_equal(d->topo.physical_members, "sda");
 	topology_unref(t);
 }
 
