@@ -72,7 +72,7 @@ struct device_ceiling {
 						 * of its declared limit or above */
 	bool has_burst_model;			/* declared, or learned (below) */
 	double burst_balance_ratio;		/* 0..1 */
-	bool has_learned_burst;			/* a burst was seen to run out (probes/burst.h) */
+	bool has_learned_burst;			/* a burst was seen to run out (probes/detect/burst.h) */
 	double burst_iops_estimate;		/* its rate */
 	double burst_base_iops_estimate;	/* the level it settled to */
 	double burst_credits_estimate;		/* bucket size: (rate - base) x length */
