@@ -217,9 +217,35 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	assert_int_equal(d->topo.n_mountpoints, DEVICE_MAX_MOUNTPOINTS);
 	assert_string_equal(d->topo.mountpoint_list[0], "/");
 	assert_string_equal(d->topo.mountpoint_list[1], "/mnt/a,b");
+	/* the label is the capped list joined */
+	snprintf(path, sizeof(path), "/,/mnt/a,b");
+	for (int i = 0; i < DEVICE_MAX_MOUNTPOINTS - 2; i++) {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), ",/bind/%d", i);
+	}
+	assert_string_equal(d->topo.mountpoints, path);
 	topology_unref(t);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+/* A list's label: joined with commas, truncated to the buffer, and the
+ * whole length returned as snprintf does. */
+static void test_names_join_truncates_and_returns_the_whole_length(void **state)
+{
+	const char *const names[] = {"xvdf", "xvdg", "nvme0n1"};
+	char buf[8];
+	char *s;
+
+	(void)state;
+	assert_int_equal(device_names_join(names, 3, buf, sizeof(buf)), strlen("xvdf,xvdg,nvme0n1"));
+	assert_string_equal(buf, "xvdf,xv");
+	assert_int_equal(device_names_join(names, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(device_names_join(names, 1, NULL, 0), 4);
+	s = device_names_join_new(names, 3);
+	assert_non_null(s);
+	assert_string_equal(s, "xvdf,xvdg,nvme0n1");
+	free(s);
 }
 
 /* A path's mount -> the device -> its members or its partition's disk. */
@@ -312,6 +338,7 @@ int main(void)
 	    cmocka_unit_test(test_mountinfo_unescapes_octal),
 	    cmocka_unit_test(test_mountinfo_parses_fields_and_skips_malformed_lines),
 	    cmocka_unit_test(test_partition_maps_to_its_whole_disk),
+	    cmocka_unit_test(test_names_join_truncates_and_returns_the_whole_length),
 	    cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
 	    cmocka_unit_test(test_attributes_come_from_sysfs),
 	    cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
