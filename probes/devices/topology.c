@@ -215,7 +215,7 @@ static void read_kind(struct topology_device *d, const char *dir)
 }
 
 /* Everything sysfs says about one device; the cross-device links (parent,
- * members, physical members, mount points) come later. */
+ * members, mount points) come later. */
 static int read_device(const char *sysfs, struct topology_device *d)
 {
 	char dir[PATH_MAX], qdir[PATH_MAX];
