@@ -1,7 +1,7 @@
 /* The one sysfs reader: a block device's directory and its attributes.
  * Every module that reads sysfs (the topology, md health, EBS NVMe, the
- * probe's block size) goes through it, so that a device is found the same
- * way everywhere. */
+ * probe's block size, a [device] section's volume size) goes through it, so
+ * that a device is found the same way everywhere. */
 #pragma once
 
 #include <stdbool.h>

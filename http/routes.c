@@ -471,8 +471,9 @@ static enum MHD_Result handle_history(struct request *q)
 	if (status) {
 		return respond_error(q, status, "%s", err);
 	}
-	/* each point costs ~1.7 KiB while the JSON is built: a client must not
-	 * make one answer take more memory than max_history_points allows */
+	/* the JSON of an answer is built in memory, a point at a time: a client
+	 * must not make one answer take more than max_history_points allows
+	 * (bench/README.md has the cost of a point) */
 	points = history_points(q->snap, &hr, &series);
 	max_points = __atomic_load_n(&q->ctx->max_history_points, __ATOMIC_RELAXED);
 	if (max_points && points > max_points) {

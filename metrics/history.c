@@ -93,7 +93,8 @@ static size_t probe_rings_for(const struct config *cfg)
 
 /* The points of a probe ring: a run per interval of the most frequent
  * probe over the history, all rings together within a quarter of
- * max_history_memory (at 1 s, history=7d was 14.5 MB per probe). */
+ * max_history_memory, so that a long history of a frequent probe cannot
+ * outgrow it (bench/README.md has the size per probe). */
 static size_t probe_slots_for(const struct config *cfg)
 {
 	uint64_t every = cfg->probe_interval_usec ? cfg->probe_interval_usec : USEC_PER_SEC, n, fit;

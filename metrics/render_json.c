@@ -77,9 +77,8 @@ static json_t *str(const char *s)
 	return render_json_string(s);
 }
 
-/* "a,b" -> ["a", "b"]; "" -> []. */
 /* n strings as a JSON array. */
-static json_t *strings(char *const *v, size_t n)
+static json_t *strings(const char *const *v, size_t n)
 {
 	json_t *a = json_array();
 
@@ -87,32 +86,6 @@ static json_t *strings(char *const *v, size_t n)
 		if (json_array_append_new(a, str(v[i])) < 0) {
 			json_decref(a);
 			return NULL;
-		}
-	}
-	return a;
-}
-
-static json_t *list(const char *csv)
-{
-	json_t *a = json_array();
-	const char *p = csv;
-
-	if (!a) {
-		return NULL;
-	}
-	while (p && *p) {
-		size_t n = strcspn(p, ",");
-		char *item = strndup(p, n);
-
-		if (!item || json_array_append_new(a, str(item)) < 0) {
-			free(item);
-			json_decref(a);
-			return NULL;
-		}
-		free(item);
-		p += n;
-		if (*p == ',') {
-			p++;
 		}
 	}
 	return a;
@@ -356,10 +329,10 @@ static json_t *device_json(const struct device_state *d)
 	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
 	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
 	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", members_json(t, 0, true),
-	    "mountpoints", strings(t->mountpoint_list, t->n_mountpoints), "model", str(t->model), "volume_id",
-	    t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(), "rotational", t->is_rotational,
-	    "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
-	    t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",
+	    "mountpoints", strings((const char *const *)t->mountpoint_list, t->n_mountpoints), "model",
+	    str(t->model), "volume_id", t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(),
+	    "rotational", t->is_rotational, "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(),
+	    "logical_block_size", t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",
 	    rates_json(&d->rates, &d->raw), "member_rates",
 	    d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(), "limits",
 	    limits_json(&d->ceiling), "ceiling", ceiling_json(d), "md", md_json(d), "counters",
@@ -384,7 +357,8 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 
 	for (size_t i = 0; a && ss && i < ss->n_shared; i++) {
 		const struct shared_ceiling_group *g = &ss->shared[i];
-
+		const char *names[SHARED_CEILING_MAX_MEMBERS];
+		size_t n = shared_ceiling_group_names(g, names);
 		json_t *burst =
 		    g->has_burst
 			? json_pack("{s:o,s:o,s:o,s:o}", "iops_estimate", num(g->burst_iops_estimate),
@@ -393,7 +367,7 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 				    g->burst_exhausted_usec ? seconds(g->burst_exhausted_usec) : json_null())
 			: json_null();
 
-		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b,s:o}", "devices", list(g->devices),
+		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b,s:o}", "devices", strings(names, n),
 						       "iops_estimate", num_or_null(g->iops_estimate), "iops",
 						       num(g->iops), "throttled", g->is_throttled, "burst",
 						       burst)) < 0) {
@@ -414,8 +388,8 @@ static json_t *instance_json(const struct sampler_snapshot *ss)
 		return json_null();
 	}
 	return json_pack(
-	    "{s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:{s:o,s:o}}}", "devices", list(in->devices), "iops",
-	    num(in->iops), "throughput_bytes_per_second", num(in->bytes_per_sec), "limits", "iops",
+	    "{s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:{s:o,s:o}}}", "devices", strings(in->devices, in->n_devices),
+	    "iops", num(in->iops), "throughput_bytes_per_second", num(in->bytes_per_sec), "limits", "iops",
 	    in->iops_limit ? count(in->iops_limit) : json_null(), "throughput_bytes_per_second",
 	    in->throughput_limit ? count(in->throughput_limit) : json_null(), "iops_ratio",
 	    in->iops_limit ? num(in->iops_limit_ratio) : json_null(), "throughput_ratio",

@@ -40,7 +40,7 @@ int render_prom(const struct snapshot *s, enum metrics_format fmt, char **ret_te
 		fputs("# EOF\n", w.f);
 	}
 
-	failed = ferror(w.f);
+	failed = ferror(w.f) || w.has_failed;
 	if (fclose(w.f) != 0 || failed) {
 		free(text);
 		return -ENOMEM;

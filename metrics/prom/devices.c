@@ -133,11 +133,12 @@ static void emit_info(struct prom_writer *w, const struct device_family *f, cons
 	struct prom_label l[] = {
 	    {"device", d->raw.name},
 	    {"kind", device_kind_to_string(t->kind)},
-	    {"members", device_members_join(t, members, sizeof(members))},
+	    {"members", members},
 	    {"mountpoint", t->mountpoints ? t->mountpoints : ""},
 	    {"volume_id", has_volume_id ? t->volume_id : ""},
 	};
 
+	device_names_join((const char *const *)t->members, t->n_members, members, sizeof(members));
 	prom_sample(w, f->name, l, ELEMENTSOF(l) - (has_volume_id ? 0 : 1), 1);
 }
 

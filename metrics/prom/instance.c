@@ -1,6 +1,8 @@
 /* /metrics: the [instance] section, the machine's volumes together. */
 #include "prom.h"
 
+#include <stdlib.h>
+
 #include "sampler.h"
 
 /* ---- [instance]: the machine's volumes together (only when declared) ---- */
@@ -26,10 +28,25 @@ static void render_instance_type(struct prom_writer *w, const struct sampler_sna
 	prom_sample(w, "iopsd_instance_type_info", l, 2, 1);
 }
 
+/* iopsd_instance_info, the volumes counted as its devices label. */
+static void render_instance_info(struct prom_writer *w, const struct instance_state *in)
+{
+	char *devices = device_names_join_new(in->devices, in->n_devices);
+	struct prom_label l = {"devices", devices};
+
+	if (!devices) {
+		w->has_failed = true;
+		return;
+	}
+	prom_family(w, "iopsd_instance_info", FAMILY_GAUGE,
+		    "Always 1; the volumes the [instance] limits count.");
+	prom_sample(w, "iopsd_instance_info", &l, 1, 1);
+	free(devices);
+}
+
 void prom_render_instance(struct prom_writer *w, const struct sampler_snapshot *ss)
 {
 	const struct instance_state *in = ss ? &ss->instance : NULL;
-	struct prom_label l = {"devices", in && in->devices ? in->devices : ""};
 
 	if (ss) {
 		render_instance_type(w, ss);
@@ -37,9 +54,7 @@ void prom_render_instance(struct prom_writer *w, const struct sampler_snapshot *
 	if (!in || !in->is_declared) {
 		return;
 	}
-	prom_family(w, "iopsd_instance_info", FAMILY_GAUGE,
-		    "Always 1; the volumes the [instance] limits count.");
-	prom_sample(w, "iopsd_instance_info", &l, 1, 1);
+	render_instance_info(w, in);
 	prom_family(w, "iopsd_instance_iops", FAMILY_GAUGE,
 		    "Those volumes' IOPS summed over the last sample interval.");
 	prom_sample(w, "iopsd_instance_iops", NULL, 0, in->iops);

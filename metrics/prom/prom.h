@@ -24,6 +24,7 @@ enum family_type {
 struct prom_writer {
 	FILE *f;
 	enum metrics_format fmt;
+	bool has_failed; /* a collector ran out of memory: the text is incomplete */
 };
 
 struct prom_label {

@@ -4,8 +4,18 @@
 #include "macro.h"
 #include "sampler.h"
 #include "shared_ceiling.h"
+#include "timeutil.h"
 
 /* ---- ceilings shared by several devices (only where one was found) ---- */
+
+/* The devices label: the group's names joined. */
+static const char *group_label(const struct shared_ceiling_group *g, char *buf, size_t len)
+{
+	const char *names[SHARED_CEILING_MAX_MEMBERS];
+
+	device_names_join(names, shared_ceiling_group_names(g, names), buf, len);
+	return buf;
+}
 
 /* The bucket learned from a shared ceiling's sum, as a volume's is. */
 static void render_shared_burst(struct prom_writer *w, const struct sampler_snapshot *ss)
@@ -29,11 +39,12 @@ static void render_shared_burst(struct prom_writer *w, const struct sampler_snap
 
 		for (size_t j = 0; j < ss->n_shared; j++) {
 			const struct shared_ceiling_group *g = &ss->shared[j];
-			struct prom_label l = {"devices", g->devices};
+			char devices[SHARED_CEILING_MAX_MEMBERS * DISKSTATS_NAME_MAX];
+			struct prom_label l = {"devices", group_label(g, devices, sizeof(devices))};
 			double v = i == 0   ? g->burst_iops_estimate
 				   : i == 1 ? g->burst_base_iops_estimate
 				   : i == 2 ? g->burst_credits_estimate
-					    : (double)g->burst_exhausted_usec / 1e6;
+					    : usec_to_sec(g->burst_exhausted_usec);
 
 			if (!g->has_burst || (i == 3 && !g->burst_exhausted_usec)) {
 				continue;
@@ -68,7 +79,8 @@ void prom_render_shared(struct prom_writer *w, const struct sampler_snapshot *ss
 		prom_family(w, families[i].name, FAMILY_GAUGE, families[i].help);
 		for (size_t j = 0; j < ss->n_shared; j++) {
 			const struct shared_ceiling_group *g = &ss->shared[j];
-			struct prom_label l = {"devices", g->devices};
+			char devices[SHARED_CEILING_MAX_MEMBERS * DISKSTATS_NAME_MAX];
+			struct prom_label l = {"devices", group_label(g, devices, sizeof(devices))};
 			double v = i == 0 ? g->iops_estimate : i == 1 ? g->iops : g->is_throttled;
 
 			prom_sample(w, families[i].name, &l, 1, v);

@@ -6,6 +6,9 @@
 #include "detect-private.h"
 #include "topology.h"
 
+/* held_by_mask has a bit per member. */
+_Static_assert(DEVICE_MAX_MEMBERS <= 64, "a member's bit must fit held_by_mask (uint64_t)");
+
 /* Samples an array stays held after its last holder, while it queues. */
 #define DETECT_HOLD_OVER 5
 

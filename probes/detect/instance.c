@@ -1,6 +1,5 @@
 /* The [instance] limits against the sum of the volumes it counts. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,21 +20,17 @@ int detect_account_instance(struct detect *d, const struct sample *sample, struc
 {
 	const struct instance_config *ic = &d->cfg->instance;
 	double iops = 0.0, bytes = 0.0, interval = 0.0;
-	size_t len = 0, size = 1;
 	bool is_valid = true;
-	char *devices;
+	const char **devices;
+	size_t n = 0;
 
 	if (!ic->is_declared) {
 		return 0;
 	}
-	for (size_t i = 0; i < sample->n_devices; i++) {
-		size += counts_for_instance(d, &sample->devices[i]) ? strlen(sample->devices[i].name) + 1 : 0;
-	}
-	devices = malloc(size);
+	devices = calloc(sample->n_devices ? sample->n_devices : 1, sizeof(*devices));
 	if (!devices) {
 		return -ENOMEM;
 	}
-	devices[0] = '\0';
 	for (size_t i = 0; i < sample->n_devices; i++) {
 		const struct sample_device *sd = &sample->devices[i];
 		const struct device_rates *r = sd->rates;
@@ -43,7 +38,8 @@ int detect_account_instance(struct detect *d, const struct sample *sample, struc
 		if (!counts_for_instance(d, sd)) {
 			continue;
 		}
-		len += (size_t)snprintf(devices + len, size - len, "%s%s", len ? "," : "", sd->name);
+		/* the snapshot holds the topology, and so the name */
+		devices[n++] = sd->td->name;
 		is_valid = is_valid && r->valid;
 		iops += r->read_iops + r->write_iops;
 		bytes += r->read_bytes_per_sec + r->write_bytes_per_sec;
@@ -51,7 +47,8 @@ int detect_account_instance(struct detect *d, const struct sample *sample, struc
 	}
 	shared_ceiling_account_instance(&d->instance, ic,
 					d->cfg->ceiling_threshold > 0 ? d->cfg->ceiling_threshold : 0.95,
-					iops, bytes, interval, is_valid && len > 0, ret);
+					iops, bytes, interval, is_valid && n > 0, ret);
 	ret->devices = devices;
+	ret->n_devices = n;
 	return 0;
 }

@@ -290,7 +290,7 @@ static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device 
 	struct shared_ceiling_group g = {
 	    .n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true};
 	const struct burst_model *bm = &sc->total.model;
-	size_t j = 0, len = 0;
+	size_t j = 0;
 
 	if (is_learned_base(sc, level)) {
 		g.has_burst = true;
@@ -301,8 +301,6 @@ static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device 
 	}
 	for (size_t i = 0; i < k; i++) {
 		snprintf(g.names[i], sizeof(g.names[i]), "%s", devs[m[i]].name);
-		len += (size_t)snprintf(g.devices + len, sizeof(g.devices) - len, "%s%s", i ? "," : "",
-					g.names[i]);
 	}
 	for (size_t i = 0; i < sc->n_groups; i++) {
 		if (!shares_a_member(&sc->groups[i], devs, m, k)) {
@@ -385,6 +383,17 @@ size_t shared_ceiling_groups(const struct shared_ceiling *sc, const struct share
 {
 	*ret = sc->groups;
 	return sc->n_groups;
+}
+
+size_t shared_ceiling_group_names(const struct shared_ceiling_group *g,
+				  const char *ret[SHARED_CEILING_MAX_MEMBERS])
+{
+	size_t n = g->n_members < SHARED_CEILING_MAX_MEMBERS ? g->n_members : SHARED_CEILING_MAX_MEMBERS;
+
+	for (size_t i = 0; i < n; i++) {
+		ret[i] = g->names[i];
+	}
+	return n;
 }
 
 void shared_ceiling_account_instance(struct shared_ceiling_instance *acc, const struct instance_config *ic,

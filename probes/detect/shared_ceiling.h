@@ -34,8 +34,7 @@ struct shared_ceiling_device {
 };
 
 struct shared_ceiling_group {
-	char devices[SHARED_CEILING_MAX_MEMBERS * DISKSTATS_NAME_MAX]; /* "vdb,vdc,vdd", sorted */
-	char names[SHARED_CEILING_MAX_MEMBERS][DISKSTATS_NAME_MAX];
+	char names[SHARED_CEILING_MAX_MEMBERS][DISKSTATS_NAME_MAX]; /* sorted, n_members of them */
 	unsigned n_members;
 	double iops_estimate; /* the level of their flat sum */
 	double iops;	      /* their sum over the last interval */
@@ -47,6 +46,11 @@ struct shared_ceiling_group {
 	double burst_iops_estimate, burst_base_iops_estimate, burst_credits_estimate;
 	uint64_t burst_exhausted_usec; /* CLOCK_REALTIME, 0 when unknown */
 };
+
+/* The group's n_members names as pointers into g, for device_names_join()
+ * and the JSON list; returns n_members. */
+size_t shared_ceiling_group_names(const struct shared_ceiling_group *g,
+				  const char *ret[SHARED_CEILING_MAX_MEMBERS]);
 
 struct shared_ceiling;
 

@@ -18,15 +18,30 @@ const char *device_kind_to_string(enum device_kind k)
 	return k < _DEVICE_KIND_MAX ? kind_names[k] : "unknown";
 }
 
-const char *device_members_join(const struct device_topology *t, char *buf, size_t len)
+size_t device_names_join(const char *const *names, size_t n, char *buf, size_t len)
 {
-	size_t n = 0;
+	size_t total = 0;
 
-	buf[0] = '\0';
-	for (unsigned k = 0; k < t->n_members && n < len; k++) {
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", t->members[k]);
+	if (len > 0) {
+		buf[0] = '\0';
 	}
-	return buf;
+	for (size_t k = 0; k < n; k++) {
+		size_t at = total < len ? total : len;
+
+		total += (size_t)snprintf(len ? buf + at : NULL, len - at, "%s%s", k ? "," : "", names[k]);
+	}
+	return total;
+}
+
+char *device_names_join_new(const char *const *names, size_t n)
+{
+	size_t len = device_names_join(names, n, NULL, 0) + 1;
+	char *s = malloc(len);
+
+	if (s) {
+		device_names_join(names, n, s, len);
+	}
+	return s;
 }
 
 static void sampler_snapshot_destroy(struct sampler_snapshot *s)

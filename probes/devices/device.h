@@ -24,10 +24,14 @@ const char *device_kind_to_string(enum device_kind k);
  * filesystem hundreds of times. */
 #define DEVICE_MAX_MOUNTPOINTS 16
 
-/* The members of t joined with commas ("xvdf,xvdg", "" when none) into buf
- * (truncated to len); returns buf. */
-struct device_topology;
-const char *device_members_join(const struct device_topology *t, char *buf, size_t len);
+/* A list of device names (md/dm members, mount points, a shared ceiling's
+ * devices, the volumes [instance] counts) is an array and a count; this is
+ * the one place they become a comma-separated label ("xvdf,xvdg", "" when
+ * n is 0). Writes into buf of len bytes (truncated, terminated when len > 0)
+ * and returns the length of the whole join, as snprintf does. */
+size_t device_names_join(const char *const *names, size_t n, char *buf, size_t len);
+/* The same as a new string; NULL on ENOMEM. */
+char *device_names_join_new(const char *const *names, size_t n);
 
 /* Strings are never NULL in a sampler snapshot ("" when unknown): they
  * point into the snapshot's shared topology (sampler_snapshot.topology),
@@ -48,15 +52,12 @@ struct device_topology {
 	bool is_rotational;
 	uint64_t size_bytes;
 	/* extensions (sampler) */
-	char *physical_members; /* members resolved through partitions and nested
-				 * md/dm down to whole disks: "xvdf,xvdg"; for a
-				 * partition its disk; "" for a plain disk */
-	char *dm_name;		/* device-mapper name ("vg0-data") for dm, "" otherwise */
-	char *raid_level;	/* md level ("raid0"), "" otherwise */
-	unsigned n_members;	/* names in members */
-	char *volume_id;	/* the volume id an EBS-style serial spells
-				 * ("vol0123..." -> "vol-0123..."; a partition has
-				 * its disk's), "" otherwise */
+	char *dm_name;	    /* device-mapper name ("vg0-data") for dm, "" otherwise */
+	char *raid_level;   /* md level ("raid0"), "" otherwise */
+	unsigned n_members; /* names in members */
+	char *volume_id;    /* the volume id an EBS-style serial spells
+			     * ("vol0123..." -> "vol-0123..."; a partition has
+			     * its disk's), "" otherwise */
 };
 
 /* Ceiling and limit state of a device (filled by the detection stage, probes/detect/). */
@@ -71,7 +72,7 @@ struct device_ceiling {
 						 * of its declared limit or above */
 	bool has_burst_model;			/* declared, or learned (below) */
 	double burst_balance_ratio;		/* 0..1 */
-	bool has_learned_burst;			/* a burst was seen to run out (probes/burst.h) */
+	bool has_learned_burst;			/* a burst was seen to run out (probes/detect/burst.h) */
 	double burst_iops_estimate;		/* its rate */
 	double burst_base_iops_estimate;	/* the level it settled to */
 	double burst_credits_estimate;		/* bucket size: (rate - base) x length */
@@ -112,9 +113,11 @@ struct device_ceiling {
 struct instance_state {
 	bool is_declared;
 	uint64_t iops_limit, throughput_limit; /* 0 = not declared */
-	char *devices;			       /* the volumes counted, "vda,vdb"; owned by the snapshot */
-	double iops, bytes_per_sec;	       /* their sum over the last interval */
-	double iops_limit_ratio;	       /* NAN without a limit or a valid interval */
+	const char **devices; /* the volumes counted, n_devices of them in the sample's order: the
+			       * array is owned by the snapshot, the names by its topology */
+	size_t n_devices;
+	double iops, bytes_per_sec; /* their sum over the last interval */
+	double iops_limit_ratio;    /* NAN without a limit or a valid interval */
 	double throughput_limit_ratio;
 	double at_ceiling_iops_seconds; /* counters, as a device's */
 	double at_ceiling_throughput_seconds;

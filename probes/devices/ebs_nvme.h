@@ -80,9 +80,9 @@ struct ebs_nvme_volume {
  * reports every volume, with its error where the page could not be read
  * (no permission: the controller's node is root's and the command needs
  * CAP_SYS_ADMIN; not really EBS; no such page). A volume that refused is
- * not asked again while the same volume is there; last_error() is the
- * latest error. Devices whose model is not EBS's (QEMU's NVMe) are never
- * asked. */
+ * not asked again while the same volume is there;
+ * ebs_nvme_reader_last_error() is the latest error. Devices whose model is
+ * not EBS's (QEMU's NVMe) are never asked. */
 struct ebs_nvme_reader;
 
 /* read_page is how pages are fetched: NULL for the NVMe ioctl on

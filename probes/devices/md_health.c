@@ -12,6 +12,9 @@
 #include "sysfs.h"
 #include "units.h"
 
+/* failed_mask has a bit per member. */
+_Static_assert(DEVICE_MAX_MEMBERS <= 64, "a member's bit must fit failed_mask (uint64_t)");
+
 bool md_member_state_is_faulty(const char *state)
 {
 	const char *p = state;

@@ -60,10 +60,10 @@ struct sampler_snapshot {
 	uint64_t samples_total;	     /* sampler_sample() calls that succeeded, this one included */
 	size_t n_devices_seen;	     /* lines in /proc/diskstats, before filtering */
 	size_t n_devices_dropped;    /* kept by the filter but over max_devices */
-	struct ebs_nvme_volume *ebs; /* EBS NVMe volumes' log page 0xD0 (probes/ebs_nvme.h), owned */
+	struct ebs_nvme_volume *ebs; /* EBS NVMe volumes' log page 0xD0 (probes/devices/ebs_nvme.h), owned */
 	size_t n_ebs;
 	struct shared_ceiling_group *shared; /* ceilings shared by several devices
-					      * (probes/shared_ceiling.h), owned */
+					      * (probes/detect/shared_ceiling.h), owned */
 	size_t n_shared;
 	struct instance_state instance;
 	struct dmi_info dmi; /* the machine's vendor and product (EC2: the instance type) */

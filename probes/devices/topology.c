@@ -21,71 +21,6 @@
 
 #define MOUNTINFO_MAX_SIZE (16U << 20)
 
-/* A growable comma-separated list of names. */
-struct name_list {
-	char *s;
-	size_t len, cap;
-};
-
-static bool name_list_contains(const struct name_list *l, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = l->s; p && *p;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (len == n && memcmp(p, name, n) == 0) {
-			return true;
-		}
-		if (!comma) {
-			break;
-		}
-		p = comma + 1;
-	}
-	return false;
-}
-
-/* Append `name` unless already present. */
-static int name_list_add(struct name_list *l, const char *name)
-{
-	size_t n = strlen(name), need;
-
-	if (name_list_contains(l, name)) {
-		return 0;
-	}
-	need = l->len + n + 2;
-	if (need > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		char *s;
-
-		while (cap < need) {
-			cap *= 2;
-		}
-		s = realloc(l->s, cap);
-		if (!s) {
-			return -ENOMEM;
-		}
-		l->s = s;
-		l->cap = cap;
-	}
-	if (l->len > 0) {
-		l->s[l->len++] = ',';
-	}
-	memcpy(l->s + l->len, name, n + 1);
-	l->len += n;
-	return 0;
-}
-
-/* Hand the list out as a string ("" when empty); NULL on ENOMEM. */
-static char *name_list_take(struct name_list *l)
-{
-	char *s = l->s ? l->s : strdup("");
-
-	*l = (struct name_list){0};
-	return s;
-}
-
 static void name_from_sysfs(char *name)
 {
 	for (char *p = name; *p; p++) {
@@ -239,7 +174,6 @@ static void topology_device_done(struct topology_device *d)
 	free(d->topo.mountpoints);
 	free_names(d->topo.mountpoint_list, d->topo.n_mountpoints);
 	free(d->topo.model);
-	free(d->topo.physical_members);
 	free(d->topo.dm_name);
 	free(d->topo.raid_level);
 	free(d->topo.volume_id);
@@ -281,7 +215,7 @@ static void read_kind(struct topology_device *d, const char *dir)
 }
 
 /* Everything sysfs says about one device; the cross-device links (parent,
- * members, physical members, mount points) come later. */
+ * members, mount points) come later. */
 static int read_device(const char *sysfs, struct topology_device *d)
 {
 	char dir[PATH_MAX], qdir[PATH_MAX];
@@ -376,39 +310,12 @@ const struct topology_device *topology_find_dm_name(const struct topology *t, co
 	return NULL;
 }
 
-/* Physical members: through partitions (-> their disk) and md/dm (-> their
- * members), down to devices with neither. */
-static int collect_physical(const struct topology *t, const char *name, unsigned depth, struct name_list *out)
-{
-	const struct topology_device *d = topology_find(t, name);
-	int r;
-
-	if (!d || depth > TOPOLOGY_MAX_DEPTH) {
-		return name_list_add(out, name);
-	}
-	if (d->topo.kind == DEVICE_KIND_PARTITION && d->topo.parent[0] != '\0') {
-		return collect_physical(t, d->topo.parent, depth + 1, out);
-	}
-	if (d->topo.n_members == 0) {
-		return name_list_add(out, name);
-	}
-	for (unsigned k = 0; k < d->topo.n_members; k++) {
-		r = collect_physical(t, d->topo.members[k], depth + 1, out);
-		if (r < 0) {
-			return r;
-		}
-	}
-	return 0;
-}
-
-/* Parent and member indexes, and physical members. */
+/* Parent and member indexes. */
 static int link_devices(struct topology *t)
 {
 	for (size_t i = 0; i < t->n_devices; i++) {
 		struct topology_device *d = &t->devices[i];
-		struct name_list phys = {0};
 		const struct topology_device *p;
-		int r = 0;
 
 		d->parent = SIZE_MAX;
 		if (d->topo.kind == DEVICE_KIND_PARTITION) {
@@ -426,17 +333,6 @@ static int link_devices(struct topology *t)
 					d->members[d->n_members++] = (size_t)(p - t->devices);
 				}
 			}
-		}
-		if (d->topo.kind == DEVICE_KIND_PARTITION || d->topo.n_members > 0) {
-			r = collect_physical(t, d->name, 0, &phys);
-		}
-		if (r < 0) {
-			free(phys.s);
-			return r;
-		}
-		d->topo.physical_members = name_list_take(&phys);
-		if (!d->topo.physical_members) {
-			return -ENOMEM;
 		}
 	}
 	return 0;
@@ -457,9 +353,8 @@ static const struct topology_device *mount_device(const struct topology *t, cons
 	return NULL;
 }
 
-/* Mount point `mp` on device d: once each, DEVICE_MAX_MOUNTPOINTS at most,
- * into its list and its label's. */
-static int add_mountpoint(struct topology_device *d, struct name_list *label, const char *mp)
+/* Mount point `mp` on device d: once each, DEVICE_MAX_MOUNTPOINTS at most. */
+static int add_mountpoint(struct topology_device *d, const char *mp)
 {
 	struct device_topology *ti = &d->topo;
 	char **v;
@@ -482,37 +377,30 @@ static int add_mountpoint(struct topology_device *d, struct name_list *label, co
 		return -ENOMEM;
 	}
 	ti->n_mountpoints++;
-	return name_list_add(label, mp);
+	return 0;
 }
 
+/* Each device's mount points, and its label of them joined. */
 static int assign_mountpoints(struct topology *t)
 {
-	struct name_list *lists = calloc(t->n_devices ? t->n_devices : 1, sizeof(*lists));
-	int r = 0;
-
-	if (!lists) {
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < t->n_mounts && r == 0; i++) {
+	for (size_t i = 0; i < t->n_mounts; i++) {
 		const struct topology_device *d = mount_device(t, &t->mounts[i]);
+		int r = d ? add_mountpoint(&t->devices[d - t->devices], t->mounts[i].mountpoint) : 0;
 
-		if (d) {
-			r = add_mountpoint(&t->devices[d - t->devices], &lists[d - t->devices],
-					   t->mounts[i].mountpoint);
+		if (r < 0) {
+			return r;
 		}
 	}
 	for (size_t i = 0; i < t->n_devices; i++) {
-		if (r == 0) {
-			t->devices[i].topo.mountpoints = name_list_take(&lists[i]);
-			if (!t->devices[i].topo.mountpoints) {
-				r = -ENOMEM;
-			}
-		} else {
-			free(lists[i].s);
+		struct device_topology *ti = &t->devices[i].topo;
+
+		ti->mountpoints =
+		    device_names_join_new((const char *const *)ti->mountpoint_list, ti->n_mountpoints);
+		if (!ti->mountpoints) {
+			return -ENOMEM;
 		}
 	}
-	free(lists);
-	return r;
+	return 0;
 }
 
 static int read_mounts(const char *procfs, struct topology *t)

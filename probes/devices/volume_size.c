@@ -1,73 +1,69 @@
-/* A volume's size in bytes from sysfs (the 512-byte sectors of "size"). */
+/* A volume's size in bytes from sysfs (the 512-byte sectors of "size"),
+ * read through the one sysfs reader (common/sysfs.h). */
+#include "volume_size.h"
+
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "fileio.h"
-#include "macro.h"
-#include "volume_size.h"
+#include "sysfs.h"
 
-static int read_sectors(const char *path, uint64_t *ret_bytes)
+/* DIR/ATTR, in sectors, as bytes. */
+static int read_sectors(const char *dir, const char *attr, uint64_t *ret_bytes)
 {
-	char buf[32], *end;
-	unsigned long long v;
-	int r = read_one_line(path, buf, sizeof(buf));
+	uint64_t v;
+	int r = sysfs_attr_u64(dir, attr, &v);
 
 	if (r < 0) {
 		return r;
 	}
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (errno || end == buf || *end || v > UINT64_MAX / 512) {
+	if (v > UINT64_MAX / 512) {
 		return -EINVAL;
 	}
-	*ret_bytes = (uint64_t)v * 512;
+	*ret_bytes = v * 512;
 	return 0;
 }
 
-/* The disk of a partition (its "partition" attribute, then "..") or the
- * device itself. */
-static int size_of_devnum(const char *sysfs, unsigned maj, unsigned min, uint64_t *ret_bytes)
+int volume_size_bytes_devnum(const char *sysfs, unsigned major, unsigned minor, uint64_t *ret_bytes)
 {
-	char rel[96];
-	_cleanup_free_ char *dir = NULL, *part = NULL, *disk = NULL;
-	struct stat st;
+	char dir[PATH_MAX];
+	int r = sysfs_devnum_dir(sysfs, major, minor, dir, sizeof(dir));
 
-	snprintf(rel, sizeof(rel), "dev/block/%u:%u", maj, min);
-	dir = path_join(sysfs, rel);
-	part = dir ? path_join(dir, "partition") : NULL;
-	disk = dir ? path_join(dir, stat(part ? part : "", &st) == 0 ? "../size" : "size") : NULL;
-	if (!disk) {
-		return -ENOMEM;
+	if (r < 0) {
+		return r;
 	}
-	return read_sectors(disk, ret_bytes);
+	/* a partition's volume is its disk, the directory above */
+	return read_sectors(dir, sysfs_attr_exists(dir, "partition") ? "../size" : "size", ret_bytes);
 }
 
 int volume_size_bytes(const char *sysfs, const char *name, uint64_t *ret_bytes)
 {
-	char rel[96];
-	_cleanup_free_ char *path = NULL;
+	char dir[PATH_MAX];
 	struct stat st;
+	int r;
 
 	if (name[0] == '/') {
 		if (stat(name, &st) < 0) {
 			return -errno;
 		}
 		if (S_ISBLK(st.st_mode)) {
-			return size_of_devnum(sysfs, major(st.st_rdev), minor(st.st_rdev), ret_bytes);
+			return volume_size_bytes_devnum(sysfs, major(st.st_rdev), minor(st.st_rdev),
+							ret_bytes);
 		}
-		return size_of_devnum(sysfs, major(st.st_dev), minor(st.st_dev), ret_bytes);
+		return volume_size_bytes_devnum(sysfs, major(st.st_dev), minor(st.st_dev), ret_bytes);
 	}
-	if (strchr(name, '/') || snprintf(rel, sizeof(rel), "block/%s/size", name) >= (int)sizeof(rel)) {
+	if (strchr(name, '/')) {
 		return -EINVAL;
 	}
-	path = path_join(sysfs, rel);
-	if (!path) {
-		return -ENOMEM;
+	r = sysfs_block_dir(sysfs, name, dir, sizeof(dir));
+	if (r < 0) {
+		return r;
 	}
-	return read_sectors(path, ret_bytes);
+	/* a kernel name names a whole disk, as SYSFS/block lists them */
+	if (sysfs_attr_exists(dir, "partition")) {
+		return -ENOENT;
+	}
+	return read_sectors(dir, "size", ret_bytes);
 }

@@ -5,5 +5,9 @@
 
 #include <stdint.h>
 
-/* Returns 0 and the size in bytes, or -errno (-ENOENT: no such device). */
+/* Returns 0 and the size in bytes, or -errno (-ENOENT: no such device, or
+ * a partition's kernel name). */
 int volume_size_bytes(const char *sysfs, const char *name, uint64_t *ret_bytes);
+/* The same for the device numbered major:minor (SYSFS/dev/block/MAJ:MIN):
+ * a partition's disk's size; -ENOENT for an anonymous device (major 0). */
+int volume_size_bytes_devnum(const char *sysfs, unsigned major, unsigned minor, uint64_t *ret_bytes);

@@ -43,7 +43,6 @@ static void topo(struct device_state *d, enum device_kind kind, char **members, 
 		d->topo.n_mountpoints = 1;
 	}
 	d->topo.model = model;
-	d->topo.physical_members = "";
 	d->topo.dm_name = "";
 	d->topo.raid_level = kind == DEVICE_KIND_MD ? "raid0" : "";
 	d->topo.volume_id = "";
@@ -358,6 +357,15 @@ static char *read_file(const char *path)
 	buf[n] = '\0';
 	fclose(f);
 	return buf;
+}
+
+const char **fixture_names(const char *const *names, size_t n)
+{
+	const char **v = calloc(n, sizeof(*v));
+
+	assert_non_null(v);
+	memcpy(v, names, n * sizeof(*v));
+	return v;
 }
 
 void assert_golden(const char *name, const char *text)

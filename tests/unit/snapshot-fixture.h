@@ -12,6 +12,10 @@ struct snapshot *fixture_snapshot_new(bool with_devices);
  * 30 s over a base of 1000, run out at 1699999970.5. */
 void fixture_learned_burst(struct device_ceiling *c);
 
+/* The n names as an instance_state's devices: a new array (the snapshot
+ * frees it) of the given pointers, which must outlive it (literals). */
+const char **fixture_names(const char *const *names, size_t n);
+
 /* Compare `text` with the golden file FIXTURES_DIR/golden/NAME, where the
  * daemon's version is written as @VERSION@. With IOPSD_UPDATE_GOLDEN=1 in
  * the environment the golden file is rewritten instead. Fails the test on a

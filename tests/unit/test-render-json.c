@@ -281,7 +281,7 @@ static void test_shared_ceilings_in_the_devices(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
 	struct shared_ceiling_group g = {
-	    .devices = "vdb,vdc", .n_members = 2, .iops_estimate = 1500, .iops = 1500};
+	    .names = {"vdb", "vdc"}, .n_members = 2, .iops_estimate = 1500, .iops = 1500};
 	json_t *root, *sc;
 
 	s->samples->shared = malloc(sizeof(g));
@@ -310,7 +310,8 @@ static void test_instance_in_the_devices(void **state)
 	s->samples->instance = (struct instance_state){
 	    .is_declared = true,
 	    .throughput_limit = 593750000,
-	    .devices = strdup("nvme1n1"),
+	    .devices = fixture_names((const char *[]){"nvme1n1"}, 1),
+	    .n_devices = 1,
 	    .iops = 100,
 	    .iops_limit_ratio = NAN,
 	    .throughput_limit_ratio = 0.5,

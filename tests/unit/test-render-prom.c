@@ -112,7 +112,7 @@ static void test_shared_ceiling_names_its_devices(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
 	struct shared_ceiling_group g = {
-	    .devices = "vdb,vdc,vdd",
+	    .names = {"vdb", "vdc", "vdd"},
 	    .n_members = 3,
 	    .iops_estimate = 1500,
 	    .iops = 1499.5,
@@ -143,7 +143,8 @@ static void test_instance_limits_are_exported_when_declared(void **state)
 	s->samples->instance = (struct instance_state){
 	    .is_declared = true,
 	    .iops_limit = 18750,
-	    .devices = strdup("nvme1n1,nvme2n1"),
+	    .devices = fixture_names((const char *[]){"nvme1n1", "nvme2n1"}, 2),
+	    .n_devices = 2,
 	    .iops = 18000,
 	    .bytes_per_sec = 73728000,
 	    .iops_limit_ratio = 0.96,

@@ -107,13 +107,10 @@ static void test_partition_maps_to_its_whole_disk(void **state)
 	assert_int_equal(p->topo.kind, DEVICE_KIND_PARTITION);
 	assert_string_equal(p->topo.parent, "xvda");
 	assert_ptr_equal(&t->devices[p->parent], get(t, "xvda"));
-	assert_string_equal(p->topo.physical_members, "xvda");
 	assert_string_equal(get(t, "nvme0n1p2")->topo.parent, "nvme0n1");
 	assert_int_equal(get(t, "xvda")->topo.kind, DEVICE_KIND_DISK);
 	assert_int_equal(get(t, "xvda")->parent, SIZE_MAX);
 	assert_string_equal(get(t, "xvda")->topo.parent, "");
-	/* a plain disk has no physical members of its own */
-	assert_string_equal(get(t, "xvda")->topo.physical_members, "");
 	topology_unref(t);
 }
 
@@ -131,15 +128,12 @@ static void test_md_and_dm_members_come_from_slaves(void **state)
 	assert_ptr_equal(&t->devices[md->members[0]], get(t, "xvdf"));
 	assert_ptr_equal(&t->devices[md->members[1]], get(t, "xvdg"));
 	assert_string_equal(md->topo.raid_level, "raid0");
-	assert_string_equal(md->topo.physical_members, "xvdf,xvdg");
 
-	/* LVM on a partition: the member is the partition, the physical
-	 * member its disk */
+	/* LVM on a partition: the member is the partition */
 	assert_int_equal(dm->topo.kind, DEVICE_KIND_DM);
 	assert_string_equal(dm->topo.dm_name, "vg0-data");
 	assert_int_equal(dm->topo.n_members, 1);
 	assert_string_equal(dm->topo.members[0], "nvme0n1p2");
-	assert_string_equal(dm->topo.physical_members, "nvme0n1");
 	assert_ptr_equal(topology_find_dm_name(t, "vg0-data"), dm);
 	topology_unref(t);
 }
@@ -223,13 +217,38 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	assert_int_equal(d->topo.n_mountpoints, DEVICE_MAX_MOUNTPOINTS);
 	assert_string_equal(d->topo.mountpoint_list[0], "/");
 	assert_string_equal(d->topo.mountpoint_list[1], "/mnt/a,b");
+	/* the label is the capped list joined */
+	snprintf(path, sizeof(path), "/,/mnt/a,b");
+	for (int i = 0; i < DEVICE_MAX_MOUNTPOINTS - 2; i++) {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), ",/bind/%d", i);
+	}
+	assert_string_equal(d->topo.mountpoints, path);
 	topology_unref(t);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
 
-/* A path's mount -> the device -> through the partition or the md/dm layer
- * down to the physical members. */
+/* A list's label: joined with commas, truncated to the buffer, and the
+ * whole length returned as snprintf does. */
+static void test_names_join_truncates_and_returns_the_whole_length(void **state)
+{
+	const char *const names[] = {"xvdf", "xvdg", "nvme0n1"};
+	char buf[8];
+	char *s;
+
+	(void)state;
+	assert_int_equal(device_names_join(names, 3, buf, sizeof(buf)), strlen("xvdf,xvdg,nvme0n1"));
+	assert_string_equal(buf, "xvdf,xv");
+	assert_int_equal(device_names_join(names, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(device_names_join(names, 1, NULL, 0), 4);
+	s = device_names_join_new(names, 3);
+	assert_non_null(s);
+	assert_string_equal(s, "xvdf,xvdg,nvme0n1");
+	free(s);
+}
+
+/* A path's mount -> the device -> its members or its partition's disk. */
 static void test_path_maps_through_partition_and_raid_to_members(void **state)
 {
 	struct topology *t = build("ec2-md-raid0");
@@ -238,11 +257,12 @@ static void test_path_maps_through_partition_and_raid_to_members(void **state)
 	d = topology_device_for_path(t, "/data/mysql/ibdata1");
 	assert_non_null(d);
 	assert_string_equal(d->name, "md0");
-	assert_string_equal(d->topo.physical_members, "xvdf,xvdg");
+	assert_int_equal(d->topo.n_members, 2);
+	assert_string_equal(d->topo.members[1], "xvdg");
 
 	d = topology_device_for_path(t, "/var/lib/mysql");
 	assert_string_equal(d->name, "dm-0");
-	assert_string_equal(d->topo.physical_members, "nvme0n1");
+	assert_string_equal(t->devices[t->devices[d->members[0]].parent].name, "nvme0n1");
 
 	d = topology_device_for_path(t, "/mnt/my disk/file");
 	assert_string_equal(d->name, "nvme0n1p1");
@@ -265,7 +285,6 @@ static void test_path_maps_through_partition_and_raid_to_members(void **state)
 	d = topology_device_for_path(t, "/home/alice");
 	assert_string_equal(d->name, "sda2");
 	assert_string_equal(t->devices[d->parent].name, "sda");
-	assert_string_equal(d->topo.physical_members, "sda");
 	topology_unref(t);
 }
 
@@ -319,6 +338,7 @@ int main(void)
 	    cmocka_unit_test(test_mountinfo_unescapes_octal),
 	    cmocka_unit_test(test_mountinfo_parses_fields_and_skips_malformed_lines),
 	    cmocka_unit_test(test_partition_maps_to_its_whole_disk),
+	    cmocka_unit_test(test_names_join_truncates_and_returns_the_whole_length),
 	    cmocka_unit_test(test_md_and_dm_members_come_from_slaves),
 	    cmocka_unit_test(test_attributes_come_from_sysfs),
 	    cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
