@@ -35,8 +35,9 @@ struct sched_probe {
 	pthread_t thread;
 	bool has_thread;
 	struct probe_run *run; /* under s->lock: the run in progress */
-	/* set and cleared under s->lock (its siblings look at it): a timed-out
-	 * run whose threads are still in the kernel */
+	/* set and cleared under s->lock (its siblings look at it): a run
+	 * reported without its threads (timed out, or cancelled by a reload)
+	 * while they are still in the kernel */
 	struct probe_run *stuck;
 	dev_t fs_dev; /* under s->lock: the filesystem (or device) its runs last reached */
 	bool was_failing;
@@ -331,7 +332,10 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	if (res->directory_dev != 0 || res->target_dev != 0) {
 		p->fs_dev = res->directory_dev != 0 ? res->directory_dev : res->target_dev;
 	}
-	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
+	/* a run reported without its threads, timed out or cancelled by a
+	 * reload, whose I/O is still in the kernel: kept (and carried to the
+	 * next generation), so that no other run starts behind it */
+	if (probe_run_is_stuck(run)) {
 		p->stuck = TAKE_PTR(run);
 	}
 	pthread_mutex_unlock(&s->lock);

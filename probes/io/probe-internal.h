@@ -172,6 +172,7 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 int thread_spawn(struct run *r, void *(*fn)(void *), void *arg);
 void thread_done(struct run *r);
 void run_abandon(struct run *r);
+bool run_is_abandoned(struct run *r);
 
 /* job.c */
 void *job_main(void *userdata);

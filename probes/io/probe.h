@@ -134,6 +134,10 @@ void probe_wait(struct probe_run *run, struct probe_result *ret);
 /* Whether threads of the run are still alive (a run that timed out on a
  * stuck device keeps them until the kernel completes its I/O). */
 bool probe_run_has_threads(struct probe_run *run);
+/* Whether probe_wait() reported the run without its threads (a timeout, or
+ * a cancel they did not answer within the grace) and some of them are still
+ * in the kernel: a stuck run, whatever its error. */
+bool probe_run_is_stuck(struct probe_run *run);
 /* Release the handle (the run's threads keep what they still use). */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);
