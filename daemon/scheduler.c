@@ -18,7 +18,6 @@
 #include "macro.h"
 #include "pins.h"
 #include "probe.h"
-#include "probefile.h"
 #include "targets.h"
 #include "timeutil.h"
 
@@ -35,15 +34,16 @@ struct sched_probe {
 	pthread_t thread;
 	bool has_thread;
 	struct probe_run *run; /* under s->lock: the run in progress */
-	/* set and cleared under s->lock (its siblings look at it): a timed-out
-	 * run whose threads are still in the kernel */
+	/* set and cleared under s->lock (its siblings look at it): a run
+	 * reported without its threads (timed out, or cancelled by a reload)
+	 * while they are still in the kernel */
 	struct probe_run *stuck;
 	dev_t fs_dev; /* under s->lock: the filesystem (or device) its runs last reached */
 	bool was_failing;
 	int last_error;	     /* the error of the last failure logged */
 	dev_t directory_dev; /* the filesystem of its directory at the first success */
 	uint64_t n_failed;   /* failed runs since the last success */
-	bool sweeps_strays;  /* the first generation: remove removed probes' files first */
+	bool sweeps_strays;  /* the first generation: its first run removes removed probes' files */
 };
 
 /* How a probe stood when the scheduler stopped for a reload, handed to the
@@ -292,6 +292,39 @@ static void save_pin(const struct sched_probe *p)
 	}
 }
 
+/* The first run of the first generation, in p's directory, removes the
+ * files of probes removed or renamed since the last start: on the run's
+ * thread, within its open's budget (DIR may not answer; a reload then
+ * does not wait for it). The probes of this generation in p's directory,
+ * into opts (NULL: out of memory, no sweep this time). */
+static const struct probe_config **strays_keep(const struct sched_probe *p, struct probe_options *opts)
+{
+	const struct probe_config **keep = calloc(p->s->n_probes, sizeof(*keep));
+
+	for (size_t i = 0; keep && i < p->s->n_probes; i++) {
+		const struct probe_config *pc = p->s->probes[i].pc;
+
+		if (pc->directory && strcmp(pc->directory, p->pc->directory) == 0) {
+			keep[opts->n_keep++] = pc;
+		}
+	}
+	opts->keep = keep;
+	return keep;
+}
+
+/* After a run that was asked to sweep: done, when it got to it. */
+static void strays_swept(struct sched_probe *p, const struct probe_result *res)
+{
+	if (!p->sweeps_strays || !res->has_swept) {
+		return;
+	}
+	p->sweeps_strays = false;
+	if (res->n_strays > 0) {
+		log_info("Probe [%s]: removed %u file(s) of probes no longer configured from %s/.iopsd.",
+			 p->pc->name, res->n_strays, p->pc->directory);
+	}
+}
+
 /* Run the probe once into *res. Returns false when the run was cancelled
  * by stop (its partial result is not reported). */
 static bool run_once(struct sched_probe *p, struct probe_result *res)
@@ -300,6 +333,7 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	/* a directory stays pinned to the filesystem it was first probed on:
 	 * when its mount goes away the path names the filesystem underneath */
 	struct probe_options opts = {.sysfs = s->sysfs, .directory_dev = p->directory_dev};
+	_cleanup_free_ const struct probe_config **keep = NULL;
 	struct probe_run *run = NULL;
 	bool is_stopping;
 	int r;
@@ -308,6 +342,9 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	(void)probe_identity_block_size(p->id, &opts.block_size_dev, &opts.logical_block_size);
 	if (refuse_when_hung(p, res)) {
 		return true;
+	}
+	if (p->sweeps_strays) {
+		keep = strays_keep(p, &opts);
 	}
 	r = probe_start(p->pc, &opts, &run);
 	if (r < 0) {
@@ -331,11 +368,15 @@ static bool run_once(struct sched_probe *p, struct probe_result *res)
 	if (res->directory_dev != 0 || res->target_dev != 0) {
 		p->fs_dev = res->directory_dev != 0 ? res->directory_dev : res->target_dev;
 	}
-	if (res->error == -ETIMEDOUT && probe_run_has_threads(run)) {
+	/* a run reported without its threads, timed out or cancelled by a
+	 * reload, whose I/O is still in the kernel: kept (and carried to the
+	 * next generation), so that no other run starts behind it */
+	if (probe_run_is_stuck(run)) {
 		p->stuck = TAKE_PTR(run);
 	}
 	pthread_mutex_unlock(&s->lock);
 	probe_run_free(run);
+	strays_swept(p, res);
 	if (res->success && p->directory_dev == 0) {
 		p->directory_dev = res->directory_dev;
 		save_pin(p);
@@ -400,34 +441,6 @@ static void run_and_report(struct sched_probe *p, struct probe_result *res)
 	log_result(p, res);
 }
 
-/* Whether a probe of this generation in p's directory owns file `stem`. */
-static bool is_configured_file(const char *stem, void *userdata)
-{
-	const struct sched_probe *p = userdata;
-
-	for (size_t i = 0; i < p->s->n_probes; i++) {
-		const struct probe_config *pc = p->s->probes[i].pc;
-
-		if (pc->directory && strcmp(pc->directory, p->pc->directory) == 0 &&
-		    config_probe_owns_file(pc, stem)) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/* At start, on the probe's own thread (DIR may not answer): the files of
- * probes removed or renamed since the last start go. */
-static void remove_strays(struct sched_probe *p)
-{
-	int n = probefile_remove_strays(p->pc->directory, is_configured_file, p);
-
-	if (n > 0) {
-		log_info("Probe [%s]: removed %d file(s) of probes no longer configured from %s/.iopsd.",
-			 p->pc->name, n, p->pc->directory);
-	}
-}
-
 static void *probe_thread(void *userdata)
 {
 	struct sched_probe *p = userdata;
@@ -443,9 +456,6 @@ static void *probe_thread(void *userdata)
 	}
 	/* stagger first runs over the interval so that probes do not start
 	 * together (and queue up on a shared disk) */
-	if (p->sweeps_strays) {
-		remove_strays(p);
-	}
 	planned = s->start_usec + interval * p->index / (s->n_probes ? s->n_probes : 1);
 	when = planned;
 	pthread_mutex_lock(&s->lock);

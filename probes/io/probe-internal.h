@@ -92,6 +92,12 @@ struct job {
 	unsigned watch_strikes; /* windows in a row spent waiting */
 };
 
+/* A probe whose files in the directory stay (probe_options.keep), copied. */
+struct run_keep {
+	char *name;
+	unsigned nrfiles;
+};
+
 struct run {
 	unsigned refcount; /* atomic */
 	pthread_mutex_t lock;
@@ -110,6 +116,8 @@ struct run {
 	bool end_fsync;
 	uint64_t seed;
 	dev_t directory_dev;
+	struct run_keep *keep; /* probe_options': NULL, no sweep */
+	size_t n_keep;
 	dev_t block_size_dev; /* probe_options' */
 	unsigned logical_block_size;
 	struct probe_config layout_pc; /* the keys iogen and fio_layout() read (no strings) */
@@ -172,6 +180,7 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 int thread_spawn(struct run *r, void *(*fn)(void *), void *arg);
 void thread_done(struct run *r);
 void run_abandon(struct run *r);
+bool run_is_abandoned(struct run *r);
 
 /* job.c */
 void *job_main(void *userdata);

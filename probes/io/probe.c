@@ -255,6 +255,11 @@ bool probe_run_has_threads(struct probe_run *run)
 	return __atomic_load_n(&r->refcount, __ATOMIC_ACQUIRE) > 1;
 }
 
+bool probe_run_is_stuck(struct probe_run *run)
+{
+	return run_is_abandoned((struct run *)run) && probe_run_has_threads(run);
+}
+
 struct probe_run *probe_run_free(struct probe_run *run)
 {
 	struct run *r = (struct run *)run;

@@ -60,6 +60,8 @@ struct probe_result {
 	struct probe_op_result op[_PROBE_OP_MAX];
 	struct fiostat_job fio; /* depths, latency buckets, CPU: the jobs' sum */
 	struct steady ss;	/* ss=: the window and whether it was attained */
+	bool has_swept;		/* probe_options.keep: the stray files were looked for */
+	unsigned n_strays;	/* ... and this many removed */
 };
 
 /* Zero *res, with empty histograms. */
@@ -113,6 +115,13 @@ struct probe_options {
 	 * device, an anonymous filesystem) the run reads sysfs itself */
 	dev_t block_size_dev;
 	unsigned logical_block_size;
+	/* not NULL: first, the run removes from DIRECTORY/.iopsd the probe
+	 * files that none of these n_keep probes owns (config_probe_owns_file():
+	 * those of probes removed or renamed since the last start), on its own
+	 * thread and within the open's budget, as the directory's own open: a
+	 * hung filesystem holds the run, never its caller. Names copied. */
+	const struct probe_config *const *keep;
+	size_t n_keep;
 };
 
 /* A run in progress. Its I/O happens on threads of its own; the handle only
@@ -134,6 +143,10 @@ void probe_wait(struct probe_run *run, struct probe_result *ret);
 /* Whether threads of the run are still alive (a run that timed out on a
  * stuck device keeps them until the kernel completes its I/O). */
 bool probe_run_has_threads(struct probe_run *run);
+/* Whether probe_wait() reported the run without its threads (a timeout, or
+ * a cancel they did not answer within the grace) and some of them are still
+ * in the kernel: a stuck run, whatever its error. */
+bool probe_run_is_stuck(struct probe_run *run);
 /* Release the handle (the run's threads keep what they still use). */
 struct probe_run *probe_run_free(struct probe_run *run);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_run *, probe_run_free);

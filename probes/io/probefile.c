@@ -440,18 +440,14 @@ int probefile_open_directory(const char *directory, dev_t expect_dev, dev_t *ret
 	return TAKE_FD(dfd);
 }
 
-int probefile_remove_strays(const char *directory, probefile_keep_fn keep, void *userdata)
+int probefile_remove_strays(int dfd, probefile_keep_fn keep, void *userdata)
 {
-	_cleanup_close_ int dfd = -1, idfd = -1;
+	_cleanup_close_ int idfd = -1;
 	struct dirent *de;
 	struct stat st;
 	int n = 0;
 	DIR *d;
 
-	dfd = open_directory_nofollow(directory);
-	if (dfd < 0) {
-		return dfd;
-	}
 	idfd = openat(dfd, PROBEFILE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (idfd < 0) {
 		return errno == ENOENT ? 0 : -errno;

@@ -46,12 +46,13 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 
 /* Open a raw block device O_RDONLY|O_DIRECT. `size` 0 uses the whole
  * device; a larger size than the device is -EINVAL. */
-/* Remove the probe files (STEM.dat) in DIRECTORY/.iopsd whose stem `keep`
- * does not claim: those of a probe removed or renamed since the last start.
- * Only in a .iopsd of iopsd's own, opened as probefile_open_directory()
- * does; nothing else is touched. Returns the number removed, or -errno. */
+/* Remove the probe files (STEM.dat) in .iopsd of the directory dfd (as
+ * probefile_open_directory() opened it) whose stem `keep` does not claim:
+ * those of a probe removed or renamed since the last start. Only in a
+ * .iopsd of iopsd's own; nothing else is touched. Returns the number
+ * removed, or -errno. */
 typedef bool (*probefile_keep_fn)(const char *stem, void *userdata);
-int probefile_remove_strays(const char *directory, probefile_keep_fn keep, void *userdata);
+int probefile_remove_strays(int dfd, probefile_keep_fn keep, void *userdata);
 
 int probefile_open_device(const char *path, uint64_t size, char *msg, size_t msg_len, struct probefile *ret);
 

@@ -63,6 +63,10 @@ static void run_destroy(struct run *r)
 	free(r->directory);
 	free(r->filename);
 	free(r->sysfs);
+	for (size_t i = 0; i < r->n_keep; i++) {
+		free(r->keep[i].name);
+	}
+	free(r->keep);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -120,6 +124,21 @@ static int run_check_block_size(struct run *r, struct probe_result *res, unsigne
 	return 0;
 }
 
+/* Whether a probe of probe_options.keep owns file `stem`. */
+static bool run_keeps(const char *stem, void *userdata)
+{
+	const struct run *r = userdata;
+
+	for (size_t i = 0; i < r->n_keep; i++) {
+		const struct probe_config pc = {.name = r->keep[i].name, .nrfiles = r->keep[i].nrfiles};
+
+		if (config_probe_owns_file(&pc, stem)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Open (laying them out where needed) the probe files NAME.dat, or
  * NAME.0.dat ... for nrfiles > 1, into r->fds. */
 static int run_open_files(struct run *r, struct probe_result *res, uint64_t file_size)
@@ -133,6 +152,12 @@ static int run_open_files(struct run *r, struct probe_result *res, uint64_t file
 				       sizeof(res->message));
 	if (dfd < 0) {
 		return dfd;
+	}
+	if (r->keep) {
+		/* the files of probes no longer configured, as asked */
+		k = probefile_remove_strays(dfd, run_keeps, r);
+		res->has_swept = true;
+		res->n_strays = k > 0 ? (unsigned)k : 0;
 	}
 	for (unsigned i = 0; i < r->n_fds; i++) {
 		snprintf(name, sizeof(name), r->n_fds > 1 ? "%s.%u" : "%s", r->name, i);
@@ -500,6 +525,27 @@ static void run_copy_keys(struct run *r, const struct probe_config *pc, const st
 	r->layout_pc.name = r->layout_pc.directory = r->layout_pc.filename = NULL;
 }
 
+/* Copy probe_options.keep (the names: the caller's config may go). */
+static int run_copy_keep(struct run *r, const struct probe_options *o)
+{
+	if (!o || !o->keep) {
+		return 0;
+	}
+	r->keep = calloc(o->n_keep ? o->n_keep : 1, sizeof(*r->keep));
+	if (!r->keep) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < o->n_keep; i++) {
+		r->keep[i].name = strdup(o->keep[i]->name);
+		if (!r->keep[i].name) {
+			return -ENOMEM;
+		}
+		r->keep[i].nrfiles = o->keep[i]->nrfiles;
+		r->n_keep = i + 1;
+	}
+	return 0;
+}
+
 int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
 {
 	struct run *r;
@@ -547,6 +593,10 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 	    (struct probe_flow){.id = pc->wl.flow_id, .total_weight = (uint64_t)pc->wl.flow * pc->numjobs};
 	r->flow = !pc->wl.flow ? NULL : o && o->flow ? o->flow : &r->own_flow;
 	steady_init(&r->ss, &pc->wl);
+	if (run_copy_keep(r, o) < 0) {
+		run_unref(r);
+		return -ENOMEM;
+	}
 	r->directory_dev = o ? o->directory_dev : 0;
 	r->block_size_dev = o ? o->block_size_dev : 0;
 	r->logical_block_size = o ? o->logical_block_size : 0;

@@ -137,6 +137,16 @@ void run_abandon(struct run *r)
 	pthread_mutex_unlock(&threads_lock);
 }
 
+bool run_is_abandoned(struct run *r)
+{
+	bool is_abandoned;
+
+	pthread_mutex_lock(&threads_lock);
+	is_abandoned = r->is_abandoned;
+	pthread_mutex_unlock(&threads_lock);
+	return is_abandoned;
+}
+
 bool probe_threads_wait(uint64_t timeout_usec)
 {
 	uint64_t deadline = now_nsec(CLOCK_MONOTONIC) + timeout_usec * NSEC_PER_USEC;

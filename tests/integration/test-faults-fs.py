@@ -2,7 +2,7 @@
 """Filesystem faults under a running daemon, on a real ext4 loop mount full
 of user files: probe directory removed, read-only remount (EROFS), a full
 filesystem (ENOSPC before and during the layout's writes), lazy umount of
-the mount the probe writes to (and a restart while it is gone), .iopsd swapped for a symlink, the probe file
+the mount the probe writes to (and a restart and a reload while it is gone), .iopsd swapped for a symlink, the probe file
 deleted, truncated, replaced by a symlink to a block device, by a FIFO or
 by a hard link to a user's file, and directory= naming a block device. Each fault:
 the daemon keeps serving, iopsd_probe_errors_total{reason} counts it,
@@ -154,7 +154,7 @@ def run_faults(fs, raw):
 
         # 5. the mount under the probe directory goes away (lazy umount):
         #    never a write into the filesystem underneath, also after a
-        #    restart (the pin is kept in the state directory)
+        #    restart (the pin is kept in the state directory) and a reload
         m = root.mark()
         fs.umount(lazy=True)
         assert root.expect_failing("enoent", mark=m) == 1, d.read_log()
@@ -169,6 +169,14 @@ def run_faults(fs, raw):
         assert root.expect_failing("enoent", mark=m) == 1, d.read_log()
         assert os.listdir(mnt) == [], \
             f"a restarted iopsd wrote under the unmounted mount point: {os.listdir(mnt)}"
+        # ... and after a reload, whose new generation of probes takes the
+        # pin over from the last one
+        n = d.read_log().count("Reloaded")
+        d.signal(signal.SIGHUP)
+        t.wait_until(lambda: d.read_log().count("Reloaded") > n, 10, what="the reload")
+        root.expect_failing("enoent")
+        assert os.listdir(mnt) == [], \
+            f"a reloaded iopsd wrote under the unmounted mount point: {os.listdir(mnt)}"
         fs.mount()
         root.expect_recovered()
         reader.expect_recovered()

@@ -17,7 +17,11 @@ points, fits any sane max_history_points), half for 30 s (30,000).
     last first byte of an answer (the server reads a request's headers
     before it builds the answer, so an answer's first byte comes after
     its deadline was set; under load a server thread busy with other
-    answers reads the headers late, and the deadline moves with it)."""
+    answers reads the headers late, and the deadline moves with it);
+  - every reader is answered 200, 400 or 503; the load passes the cap, and
+    each 503 carries Retry-After; a 200 is let go of by the server (its end
+    of the connection closed, /proc/net/tcp) within connection_timeout +
+    2 s of its first byte while its reader had read only part of it."""
 import os
 import socket
 import subprocess
@@ -55,6 +59,73 @@ def slow_reader(port, src, window):
     s.sendall(f"GET /api/v1/history?window={window}s HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     s.setblocking(False)
     return s
+
+
+def parse_head(data):
+    """The status and headers (lower-case names) of an answer's first bytes,
+    and how many bytes of its body came; (None, {}, 0) before the end of
+    its headers."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return None, {}, 0
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers, len(body)
+
+
+def check_answers(readers, got, first_byte, released):
+    """What the slow readers were answered: 200, 400 (a window over
+    max_history_points) or 503 (over the cap on answers in flight, with
+    Retry-After); and a 200 whose reader trickled was cut off at its
+    deadline: the server closed its end (and freed the answer) within
+    connection_timeout + 2 s of its first byte, while its reader had read
+    only part of it (the kernel may still hold the rest for the reader)."""
+    statuses = {}
+    retry_after, cut, whole = [], [], 0
+    for i, data in enumerate(got):
+        status, headers, _ = parse_head(data)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == 503 and "retry-after" in headers:
+            retry_after.append(headers["retry-after"])
+        if status != 200 or released[i] is None or first_byte[i] is None:
+            continue
+        at, n_read = released[i]
+        length = int(headers.get("content-length", 0))
+        if n_read < length:
+            cut.append(at - first_byte[i])
+        else:
+            whole += 1
+    print(f"  answers: {statuses}; {len(retry_after)} 503(s) with Retry-After {sorted(set(retry_after))}; "
+          f"{len(cut)} 200(s) let go of before their reader read them, "
+          f"{min(cut, default=0):.1f}-{max(cut, default=0):.1f} s after their first byte; {whole} read whole")
+    assert set(statuses) <= {200, 400, 503}, f"slow readers got other answers (None: no headers): {statuses}"
+    assert retry_after and all(v.isdigit() and int(v) > 0 for v in retry_after), \
+        f"no 503 with Retry-After: the cap on answers in flight was not reached or not said ({statuses})"
+    assert statuses.get(503, 0) == len(retry_after), f"a 503 without Retry-After: {statuses}, {retry_after}"
+    assert cut, f"no 200 was cut off at its deadline: {statuses}, {whole} read whole"
+    assert max(cut) <= TIMEOUT_S + 2, \
+        f"a 200 was held {max(cut):.1f} s after its first byte, past connection_timeout {TIMEOUT_S} s + 2 s"
+
+
+def server_ends(port):
+    """The server ends of the connections to `port` still open in the
+    daemon: {(client address, client port)}; one it closed is orphaned
+    (inode 0, FIN_WAIT with its unsent bytes) or gone."""
+    ends = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+            if int(local.split(":")[1], 16) != port or state != "01" or inode == "0":
+                continue
+            ip, rport = remote.split(":")
+            addr = ".".join(str(b) for b in reversed(bytes.fromhex(ip)))
+            ends.add((addr, int(rport, 16)))
+    return ends
 
 
 def daemon_sockets(pid):
@@ -98,13 +169,31 @@ def main():
         print(f"  {len(readers)} slow readers connected")
         peak, closed_at, held = base_rss, None, []
         first_byte = [None] * len(readers)
+        got = [b""] * len(readers)
+        eof = [None] * len(readers)
+        names = [r.getsockname() for r in readers]
+        # when the server let go of each answer, and how much of it its reader had read then
+        released = [None] * len(readers)
         while time.monotonic() - t0 < WATCH_S:
+            ends = server_ends(d.port)
+            for i, name in enumerate(names):
+                if released[i] is None and name not in ends:
+                    released[i] = (time.monotonic() - t0, len(got[i]))
             for i, s in enumerate(readers):
+                if eof[i] is not None:
+                    continue
                 try:
-                    if s.recv(1024) and first_byte[i] is None:
-                        first_byte[i] = time.monotonic() - t0
-                except (BlockingIOError, ConnectionError):
-                    pass
+                    data = s.recv(1024)
+                except BlockingIOError:
+                    continue
+                except ConnectionError:
+                    data = b""
+                if not data:
+                    eof[i] = time.monotonic() - t0
+                    continue
+                if first_byte[i] is None:
+                    first_byte[i] = time.monotonic() - t0
+                got[i] += data
             time.sleep(1)
             rss = t.proc_status(d.proc.pid, "VmRSS")
             peak = max(peak, rss)
@@ -128,6 +217,7 @@ def main():
         last_first = max((b for b in first_byte if b is not None), default=0.0)
         print(f"  the last answer's first byte came {last_first:.1f} s after the readers connected; "
               f"{first_byte.count(None)} reader(s) got none")
+        check_answers(readers, got, first_byte, released)
         assert closed_at is not None, f"slow connections still held {WATCH_S} s after their requests: {held}"
         assert closed_at <= last_first + TIMEOUT_S + 2, \
             f"slow connections held {closed_at:.1f} s, past the last first byte ({last_first:.1f} s) + " \

@@ -11,10 +11,17 @@ names cannot: a certificate that is not there) keeps the running
 configuration whole: the probe the new one adds does not start, the
 connection limit and the web config stay the old ones, the log says
 "Reload failed" and iopsd_config_last_reload_successful is 0, until a
-reload that succeeds sets it back to 1."""
+reload that succeeds sets it back to 1.
+connection_timeout and max_history_points apply at a reload too: on a
+fixture tree of 500 devices, a history window that max_history_points=
+100000 answers is refused (400, naming the new limit) after a reload to
+1000, and an idle connection that connection_timeout=30s kept is closed
+within 2 s + the 1 s sweep after a reload to 2s."""
 import base64
 import http.client
 import os
+import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -129,7 +136,65 @@ def main():
         assert rc == 0, f"iopsd exited with {rc}:\n{d.read_log()[-3000:]}"
     finally:
         d.cleanup()
+    check_reloaded_limits()
     print("PASS")
+
+
+LIMITS_CONFIG = """[global]
+sample_interval=1s
+state_directory=@TMP@
+history=2m
+connection_timeout={timeout}s
+max_history_points={points}
+"""
+N_DEVICES = 500
+
+
+def idle_connection_lasts(port, limit):
+    """Seconds until the server closes a connection that sends nothing
+    (None: still open after `limit` s)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=limit) as s:
+        t0 = time.monotonic()
+        try:
+            while s.recv(1024):
+                pass
+        except socket.timeout:
+            return None
+        except ConnectionError:
+            pass
+        return time.monotonic() - t0
+
+
+def check_reloaded_limits():
+    d = t.Daemon(LIMITS_CONFIG.format(timeout=30, points=100000))
+    tree = os.path.join(d.tmp, "tree")
+    subprocess.run([sys.executable, os.path.join(t.SRCDIR, "bench", "scrape", "make-tree.py"), tree,
+                    str(N_DEVICES)], check=True, stdout=subprocess.DEVNULL)
+    d.args += ["--path.procfs", f"{tree}/proc", "--path.sysfs", f"{tree}/sys"]
+    try:
+        d.start()
+        # 10 s of 500 devices' series: 5000 points
+        status, _, body = d.get("/api/v1/history?window=10s", timeout=30)
+        assert status == 200, f"before the reload, max_history_points=100000: {status} {body[:200]}"
+        lasted = idle_connection_lasts(d.port, 5)
+        assert lasted is None, f"an idle connection closed after {lasted:.1f} s with connection_timeout=30s"
+        with open(d.config, "w") as f:
+            f.write(LIMITS_CONFIG.format(timeout=2, points=1000).replace("@TMP@", d.tmp))
+        reloads = d.read_log().count("Reloaded")
+        d.signal(signal.SIGHUP)
+        t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 10, what="the reload")
+        status, _, body = d.get("/api/v1/history?window=10s", timeout=30)
+        assert status == 400 and b"max_history_points=1000 " in body, \
+            f"after a reload to max_history_points=1000: {status} {body[:200]}"
+        lasted = idle_connection_lasts(d.port, 10)
+        assert lasted is not None and lasted <= 2 + 1.5, \
+            f"an idle connection lasted {lasted} s after a reload to connection_timeout=2s"
+        print(f"ok: after the reload the window is refused ({body[:120].decode()}...), and an idle "
+              f"connection is closed after {lasted:.1f} s")
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+    finally:
+        d.cleanup()
 
 
 def metrics(d):

@@ -15,8 +15,16 @@ server. While the filesystem hangs:
     does not start a run that would hang behind it (and keep showing its
     last success meanwhile): it fails at once, a timeout naming the stuck
     probe, with no new call blocked in the filesystem.
-When the filesystem answers again the hung probe recovers by itself."""
+When the filesystem answers again the hung probe recovers by itself.
+
+Then a filesystem that already hangs when iopsd starts: the probe's
+first run, which first removes stray probe files from its directory, hangs
+there. A reload then must not wait for it (the main loop joins the probe
+threads): the reload is logged within 5 s, samples stay fresh, the
+watchdog is fed, and the probe reports a timeout; once the filesystem
+answers, the probe recovers."""
 import os
+import signal
 import sys
 import time
 
@@ -120,6 +128,82 @@ def check_second_probe(d, fs, hung, second, stuck_at):
     assert fs.blocked() == blocked, f"the second probe's run hangs too: {blocked} -> {fs.blocked()} blocked calls"
 
 
+AT_START_CONFIG = """[global]
+sample_interval=1s
+state_directory=@TMP@
+bs=4k
+size=1m
+runtime=100ms
+interval=1s
+rate_iops=200
+
+[hung]
+rw=randread
+directory={fuse}/p
+"""
+RELOAD_BOUND = 5
+
+
+def hung_at_start():
+    fs = t.HangFS("reliability-hungstart")
+    d = None
+    wd = None
+    try:
+        os.mkdir(os.path.join(fs.backing, "p"))
+        d = t.Daemon(AT_START_CONFIG.format(fuse=fs.mountpoint))
+        wd = t.WatchdogSocket(d.tmp, WATCHDOG_USEC)
+        d.env.update(wd.env())
+        fs.hang("all")
+        d.start()
+        hung = t.ProbeWatch(d, "hung")
+        t.wait_until(lambda: fs.blocked() > 0, 10, what="the probe's first run blocking in the filesystem")
+        time.sleep(1)
+        n = d.read_log().count("Reloaded")
+        t0 = time.monotonic()
+        d.signal(signal.SIGHUP)
+        t.wait_until(lambda: d.read_log().count("Reloaded") > n, RELOAD_BOUND,
+                     what="the reload (is the main loop joining a probe thread stuck in the filesystem?)")
+        reloaded = time.monotonic() - t0
+        worst_metrics, worst_age = 0.0, 0.0
+        checks = 0
+        while time.monotonic() - t0 < OPEN_BOUND + 6 and (checks < 10 or hung.errors("timeout") < 1):
+            checks += 1
+            s = time.monotonic()
+            status, _, _ = d.get("/metrics", timeout=5)
+            took = time.monotonic() - s
+            assert status == 200, status
+            age = sample_age(d)
+            worst_metrics, worst_age = max(worst_metrics, took), max(worst_age, age)
+            time.sleep(0.5)
+        gap = wd.longest_gap(t0, time.monotonic())
+        print(f"  {checks} checks over {time.monotonic() - t0:.1f} s: reload logged {reloaded:.2f} s after SIGHUP; longest watchdog gap {gap:.2f} s; "
+              f"slowest /metrics {worst_metrics * 1000:.0f} ms; oldest sample {worst_age:.2f} s; "
+              f"{fs.blocked()} call(s) blocked")
+        assert fs.blocked() > 0, "nothing blocked in the filesystem: the test hung nothing"
+        assert worst_metrics < 1.0, f"/metrics took {worst_metrics:.2f} s while a filesystem hung"
+        assert worst_age < 2.5, f"device samples stopped while a filesystem hung ({worst_age:.1f} s old)"
+        assert gap < WATCHDOG_USEC / 1e6, f"the watchdog went {gap:.1f} s without WATCHDOG=1"
+        st = hung.state()
+        assert hung.errors("timeout") >= 1 and st["success"] == 0, f"the hung probe reports no timeout: {st}"
+        print(f"  the probe reports: {hung.last_failure()}")
+        fs.release()
+        hung.expect_recovered(timeout=20)
+        print("  recovered after the filesystem answered again")
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+    except BaseException:
+        if d:
+            print(d.read_log()[-3000:])
+        raise
+    finally:
+        fs.release_quietly()
+        if d:
+            d.cleanup()
+        if wd:
+            wd.close()
+        fs.cleanup()
+
+
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4", "mount")
@@ -165,6 +249,8 @@ def main():
         fs.cleanup()
         if ext4:
             ext4.cleanup()
+    print("a filesystem that hangs before iopsd starts, then a reload")
+    hung_at_start()
     print("PASS")
 
 

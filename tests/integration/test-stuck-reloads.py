@@ -7,7 +7,16 @@ thread count and RSS are what they were after the first timeout (each
 reload used to start another run on the hung device, with 1 + numjobs
 threads and their buffers). When the filesystem answers again the probe
 recovers, and its file is whole (the old run and the new do not share a
-temporary file)."""
+temporary file).
+
+Then the same with reloads that come before the run's timeout: a probe
+whose run takes 4 s of every 5 (timeout 8 s) hangs in its I/O, and a SIGHUP every
+second from right after the hang begins cancels the run, which reports
+-ECANCELED after its 1 s of grace with its threads still in the kernel.
+That run is carried across the generation as a stuck one: ten reloads
+leave one stuck run, the thread count and RSS flat, and the new
+generations report a timeout rather than start another run on the hung
+mount."""
 import os
 import signal
 import sys
@@ -31,11 +40,40 @@ numjobs=2
 directory={fuse}/p
 """
 
+CANCEL_CONFIG = """[global]
+sample_interval=1s
+state_directory=@TMP@
+bs=4k
+size=1m
+runtime=4s
+interval=5s
+rate_iops=200
+
+[hung]
+rw=randrw
+numjobs=2
+directory={fuse}/p
+"""
+
 RELOADS = 10
+CANCEL_TIMEOUT = 8  # 2 x runtime
 
 
-def main():
-    t.require_root()
+def rss_bound(asan):
+    # ASan's allocator and the shadow of each new thread's stack (every
+    # reload starts the probe's and the HTTP server's threads anew) add
+    # their own MiBs per reload; a plain build stays within 8 MiB
+    return (24 if asan else 8) * 1024
+
+
+def reload_and_wait(d, i):
+    n = d.read_log().count("Reloaded")
+    d.signal(signal.SIGHUP)
+    t.wait_until(lambda: d.read_log().count("Reloaded") > n, 10,
+                 what=f"reload {i + 1} (is the main loop stuck in the hung filesystem?)")
+
+
+def timed_out_then_reloads():
     fs = t.HangFS("reliability-stuck")
     d = None
     try:
@@ -53,10 +91,7 @@ def main():
         rss0 = t.proc_status(d.proc.pid, "VmRSS")
         print(f"stuck: {blocked0} call(s) blocked in the filesystem, {threads0} threads, RSS {rss0} kB")
         for i in range(RELOADS):
-            n = d.read_log().count("Reloaded")
-            d.signal(signal.SIGHUP)
-            t.wait_until(lambda: d.read_log().count("Reloaded") > n, 10,
-                         what=f"reload {i + 1} (is the main loop stuck in the hung filesystem?)")
+            reload_and_wait(d, i)
             time.sleep(1.5)  # the new generation's first run is due
         time.sleep(3)
         blocked = fs.blocked()
@@ -65,10 +100,7 @@ def main():
         print(f"after {RELOADS} reloads: {blocked} call(s) blocked, {threads} threads, RSS {rss} kB")
         assert blocked <= blocked0, f"stuck runs piled up: {blocked0} blocked calls before, {blocked} after"
         assert threads <= threads0 + 1, f"threads grew from {threads0} to {threads} over {RELOADS} reloads"
-        # ASan's allocator and the shadow of each new thread's stack (every
-        # reload starts the probe's and the HTTP server's threads anew) add
-        # their own MiBs per reload; a plain build stays within 8 MiB
-        bound = (24 if asan else 8) * 1024
+        bound = rss_bound(asan)
         assert rss <= rss0 + bound, f"RSS grew from {rss0} to {rss} kB over {RELOADS} reloads"
         fs.release()
         hung.expect_recovered(timeout=30)
@@ -84,6 +116,68 @@ def main():
         if d:
             d.cleanup()
         fs.cleanup()
+
+
+def reloads_before_timeout():
+    fs = t.HangFS("reliability-cancel")
+    d = None
+    try:
+        os.mkdir(os.path.join(fs.backing, "p"))
+        d = t.Daemon(CANCEL_CONFIG.format(fuse=fs.mountpoint))
+        asan = d.limit_asan_quarantine()
+        d.start()
+        hung = t.ProbeWatch(d, "hung")
+        t.wait_until(lambda: hung.state()["success"] == 1, 30, what="the probe succeeding")
+        # a run is in its I/O 4 s of every 5: this one, or the next within 1 s
+        fs.hang("read,write,fsync")
+        t.wait_until(lambda: fs.blocked() >= 1, 12, interval=0.05, what="the run's I/O blocking")
+        hung_at = time.monotonic()
+        time.sleep(0.5)
+        blocked0 = fs.blocked()
+        threads0 = t.proc_status(d.proc.pid, "Threads")
+        rss0 = t.proc_status(d.proc.pid, "VmRSS")
+        print(f"hung run: {blocked0} call(s) blocked in the filesystem, {threads0} threads, RSS {rss0} kB")
+        for i in range(RELOADS):
+            sent = time.monotonic()
+            if i == 0:
+                assert sent - hung_at < CANCEL_TIMEOUT - 2, \
+                    f"inconclusive: the first reload came {sent - hung_at:.1f} s after the hang"
+                assert "within the run's budget" not in d.read_log(), "inconclusive: the run timed out"
+            reload_and_wait(d, i)
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - sent)))
+        time.sleep(3)
+        blocked = fs.blocked()
+        threads = t.proc_status(d.proc.pid, "Threads")
+        rss = t.proc_status(d.proc.pid, "VmRSS")
+        print(f"after {RELOADS} reloads, the first {time.monotonic() - hung_at:.1f} s ago: {blocked} call(s) "
+              f"blocked, {threads} threads, RSS {rss} kB; {hung.errors('timeout'):.0f} timeout(s) reported")
+        assert blocked <= blocked0, f"cancelled runs piled up: {blocked0} blocked calls before, {blocked} after"
+        assert threads <= threads0 + 1, f"threads grew from {threads0} to {threads} over {RELOADS} reloads"
+        assert rss <= rss0 + rss_bound(asan), f"RSS grew from {rss0} to {rss} kB over {RELOADS} reloads"
+        assert hung.errors("timeout") >= 1 and hung.state()["success"] == 0, hung.state()
+        assert "the I/O of an earlier run is still pending" in hung.last_failure(), hung.last_failure()
+        fs.release()
+        hung.expect_recovered(timeout=30)
+        print("ok: the probe recovers once the filesystem answers")
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+    except BaseException:
+        if d:
+            print(d.read_log()[-3000:])
+        raise
+    finally:
+        fs.release_quietly()
+        if d:
+            d.cleanup()
+        fs.cleanup()
+
+
+def main():
+    t.require_root()
+    print("a run that timed out, then reloads")
+    timed_out_then_reloads()
+    print("reloads that cancel a hung run before its timeout")
+    reloads_before_timeout()
     print("PASS")
 
 
