@@ -330,9 +330,12 @@ class Cloud:
         drop = self.rec.wait(lambda: top and ls.settled_at([p for p in rates() if p[0] > top[0] + 3], 1.5 * C,
                                                            0.04, 5), 200)
         if not (top and drop):
+            # it stands for the first burst's four detection checks, not
+            # recorded: still inconclusive after the rerun, it fails the
+            # suite; the second burst's stands for a check of no detection
             check(tag, "QEMU delivered the group's burst, then its base", False,
                   f"rates {[round(v) for _, v in rates()][::4]}", f"{3 * C} then {3 * C // 2}",
-                  lab_limit="the TCG guest did not submit the burst over the three volumes")
+                  lab_limit="the TCG guest did not submit the burst over the three volumes", detection=not second)
             self.fio.stop(tag)
             self.burst_ended = time.time()
             return
