@@ -121,6 +121,8 @@ if $short; then
 fi
 
 echo "== integration (sanitizer build)"
+# test-fleet.py's 50 daemons: the normal build's (50 sanitized ones are more than a runner has)
+export IOPSD_FLEET=$PWD/build/daemon/iopsd
 meson test -C build-asan --suite integration --print-errorlogs --no-rebuild || status=1
 check_skips build-asan
 

@@ -202,9 +202,12 @@ class Fleet:
     from `profiles(host_index, volume_index)`; hosts in `md` have md0 over
     their last two volumes; hosts in `down` are listed for Prometheus but
     never started. `extra_config` goes into every [global] (a profile's
-    device_include, say)."""
+    device_include, say); `device_keys` {(host, volume name): keys} replace
+    that volume's iops_limit (volume_type=gp2, say); `host_sections` {host:
+    text} go at the end of that host's file (a probe, say)."""
 
-    def __init__(self, base, iopsd, n, volumes, profiles, md=(), down=(), limit=1000, extra_config=""):
+    def __init__(self, base, iopsd, n, volumes, profiles, md=(), down=(), limit=1000, extra_config="",
+                 device_keys=None, host_sections=None):
         self.base, self.iopsd, self.down = base, iopsd, set(down)
         self.hosts, self.ports, self.procs = [], {}, {}
         for h in range(n):
@@ -213,11 +216,13 @@ class Fleet:
                         profiles={i: profiles(h, i) for i in range(volumes)})
             self.hosts.append(host)
             self.ports[h] = _free_port(set(self.ports.values()))
-            sections = "".join(f"[device {v.name}]\niops_limit={limit}\n" for v in host.volumes
-                               if v.mountpoint and not v.members)
+            keys = device_keys or {}
+            sections = "".join(f"[device {v.name}]\n" + keys.get((h, v.name), f"iops_limit={limit}\n")
+                               for v in host.volumes if v.mountpoint and not v.members)
             with open(os.path.join(root, "iopsd.conf"), "w") as f:
                 f.write(f"[global]\nlisten_address=127.0.0.1:{self.ports[h]}\n"
-                        f"state_directory={root}/state\n{extra_config}{sections}")
+                        f"state_directory={root}/state\n{extra_config}{sections}"
+                        + (host_sections or {}).get(h, ""))
             os.makedirs(os.path.join(root, "state"), exist_ok=True)
         self.generator = Generator(self.hosts)
 

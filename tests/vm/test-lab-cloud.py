@@ -22,7 +22,7 @@ query-blockstats) or fio's:
   instburst a throttle group over three volumes, x-iops-total=1500,
             x-iops-total-max=3000, x-iops-total-max-length=40, all three
             under load: the shared ceiling's bucket learned as a volume's
-            (burst rate, base, when it ran out), the base flagged as the
+            (burst rate, base, credits, when it ran out), the base flagged as the
             shared ceiling; a second burst after a refill is not flagged.
             QEMU's drop is the group held at 1500 (+- 4%, 5 s), never a
             starved guest submitting less; the burst rate is QEMU's median
@@ -330,9 +330,12 @@ class Cloud:
         drop = self.rec.wait(lambda: top and ls.settled_at([p for p in rates() if p[0] > top[0] + 3], 1.5 * C,
                                                            0.04, 5), 200)
         if not (top and drop):
+            # it stands for the first burst's four detection checks, not
+            # recorded: still inconclusive after the rerun, it fails the
+            # suite; the second burst's stands for a check of no detection
             check(tag, "QEMU delivered the group's burst, then its base", False,
                   f"rates {[round(v) for _, v in rates()][::4]}", f"{3 * C} then {3 * C // 2}",
-                  lab_limit="the TCG guest did not submit the burst over the three volumes")
+                  lab_limit="the TCG guest did not submit the burst over the three volumes", detection=not second)
             self.fio.stop(tag)
             self.burst_ended = time.time()
             return
@@ -350,7 +353,8 @@ class Cloud:
         during = [v for _, pts in flag for t, v in pts if t < drop[0] - 1]
         after = [t for _, pts in flag for t, v in pts if v == 1 and t >= drop[0]]
         got = {}
-        for n in ("burst_iops_estimate", "burst_base_iops_estimate", "burst_exhausted_timestamp_seconds"):
+        for n in ("burst_iops_estimate", "burst_base_iops_estimate", "burst_credits_estimate",
+                  "burst_exhausted_timestamp_seconds"):
             s = self.shared_series(f"iopsd_shared_ceiling_{n}", t0)
             got[n] = s[0][1][-1][1] if s and s[0][1] else None
         if not second:
@@ -363,6 +367,7 @@ class Cloud:
                   detection=True)
             check(tag, "the shared bucket's base, learned", within(got["burst_base_iops_estimate"], 1.5 * C, 0.02),
                   fmt(got["burst_base_iops_estimate"]), f"{3 * C // 2} +- 2%", lab_limit=short, detection=True)
+            self.check_credits(tag, drives, t0, drop[0], burst_rate, got["burst_credits_estimate"], short)
             ex = got["burst_exhausted_timestamp_seconds"]
             ex = ex - self.clock_offset if ex else None
             check(tag, "when the shared burst ran out (vs QEMU's drop)", ex is not None and abs(ex - drop[0]) <= 3,
@@ -377,6 +382,48 @@ class Cloud:
         self.fio.stop(tag)
         self.burst_ended = time.time()
         self.save_history(tag, t0)
+
+    def qemu_spent(self, drives, t0, t_drop, burst_rate):
+        """What QEMU's own per-second counts show the group's burst spent:
+        (start, I/Os let through from its first I/O after t0 to the drop).
+        The first I/O falls between two samples; at the burst rate it came
+        that many I/Os before the later one."""
+        with self.rec.lock:
+            pts = [(t, sum(ops[d] for d in drives)) for t, ops in self.rec.samples
+                   if t0 <= t <= t_drop and all(d in ops for d in drives)]
+        i = next((k for k in range(1, len(pts)) if pts[k][1] > pts[0][1]), None)
+        if i is None:
+            return None, None
+        (ta, _), (tb, nb) = pts[i - 1], pts[i]
+        start = max(ta, tb - (nb - pts[0][1]) / burst_rate) if burst_rate else (ta + tb) / 2
+        return start, pts[-1][1] - pts[0][1]
+
+    def check_credits(self, tag, drives, t0, t_drop, burst_rate, est, short):
+        """iopsd_shared_ceiling_burst_credits_estimate against QEMU's: the
+        I/Os over the base from the burst's start to the drop, which is
+        (QEMU's burst rate - base) x the burst's length with the mean rate
+        of its seconds. Not the median's: a starved second refills QEMU's
+        bucket and makes the burst longer (one run: median x length
+        151,349, QEMU's I/Os over the base 120,246, its bucket 120,000).
+        10%: the start is placed to +-1 s at the burst rate less the base,
+        1.25% of the 120,000; past the drop QEMU holds the group at its
+        base, so the end adds little (+-4% of the base for 1-2 s, 0.1%);
+        iopsd subtracts its own learned base (within 2%: 2% of the credits
+        over the 80 s) and may place the end a second off (1.25%); the
+        guest's completions against QEMU's counts, 48 I/Os in flight,
+        below 0.1%. About 5% in all, and margin for a TCG second."""
+        base = 1.5 * C
+        start, n = self.qemu_spent(drives, t0, t_drop, burst_rate)
+        length = t_drop - start if start else None
+        qemu = n - base * length if length else None
+        product = (burst_rate - base) * length if length and burst_rate else None
+        bucket = self.lab.cfg.groups["ib"].caps
+        bucket = bucket.burst * bucket.max_length(base)
+        check(tag, "the shared bucket's credits, learned (vs QEMU's I/Os over the base to the drop)",
+              within(est, qemu or 0, 0.10),
+              f"iopsd {fmt(est, '.0f')}, QEMU {fmt(qemu, '.0f')} ({fmt(n, '.0f')} I/Os in {fmt(length, '.1f')} s; "
+              f"(median rate - base) x length {fmt(product, '.0f')}; QEMU's bucket {bucket})",
+              "QEMU's +- 10%", lab_limit=short, detection=True)
 
     def save_history(self, tag, t0):
         """The three volumes' per-second history since t0, as iopsd kept it."""
