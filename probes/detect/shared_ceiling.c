@@ -162,7 +162,7 @@ static unsigned count_held(const struct shared_ceiling *sc, const struct shared_
 static void track_total(struct shared_ceiling *sc, const struct shared_ceiling_device *devs, size_t n)
 {
 	struct burst_sample s = {0};
-	unsigned n_q = 0;
+	unsigned n_q = 0, n_waiting = 0;
 	uint64_t now = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -175,12 +175,17 @@ static void track_total(struct shared_ceiling *sc, const struct shared_ceiling_d
 		s.iops += latest->iops;
 		s.bytes_per_sec += latest->bytes_per_sec;
 		n_q += ceiling_sample_is_queueing(&sc->cp, latest);
+		n_waiting += latest->queue_depth >= sc->cp.min_queue;
 		now = devs[i].st->now_usec;
 	}
 	if (s.interval_sec <= 0) {
 		return;
 	}
-	s.is_queueing = s.has_demand = n_q >= sc->p.min_members;
+	/* demand as a volume's own tracker counts it (ceiling.c): requests
+	 * waiting, busy or not, so that a starved guest's seconds do not end
+	 * the demand and start the bucket's count over mid-burst */
+	s.is_queueing = n_q >= sc->p.min_members;
+	s.has_demand = n_waiting >= sc->p.min_members;
 	sc->total_iops = s.iops;
 	(void)burst_tracker_update(&sc->total, &sc->cp.burst, &s, now);
 }
