@@ -735,3 +735,52 @@ class WatchdogSocket:
         self.running = False
         self.thread.join()
         self.sock.close()
+
+
+class BlockTrace:
+    """block:block_rq_issue on one device, in a tracefs instance of its own
+    (tracefs mounted for the test where it is not): each request as
+    (rwbs, sector, ioprio), ioprio as the kernel prints it ("be,0,3": class,
+    hint, level)."""
+    ROOT = "/sys/kernel/tracing"
+
+    def __init__(self, dev_path):
+        self.mounted = False
+        if not os.path.isdir(os.path.join(self.ROOT, "events")):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=True)
+            self.mounted = True
+        st = os.stat(dev_path)
+        self.devt = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+        self.dir = os.path.join(self.ROOT, "instances", f"iopsd-test-{os.getpid()}")
+        os.mkdir(self.dir)
+        self.event = os.path.join(self.dir, "events", "block", "block_rq_issue")
+        self._write(os.path.join(self.event, "filter"), f"dev == {self.devt}")
+
+    @staticmethod
+    def _write(path, text):
+        with open(path, "w") as f:
+            f.write(text)
+
+    @contextlib.contextmanager
+    def tracing(self):
+        """Trace while the block runs; the requests in self.requests after."""
+        self._write(os.path.join(self.dir, "trace"), "")
+        self._write(os.path.join(self.event, "enable"), "1")
+        self.requests = []
+        try:
+            yield self
+        finally:
+            self._write(os.path.join(self.event, "enable"), "0")
+        with open(os.path.join(self.dir, "trace")) as f:
+            for line in f:
+                if "block_rq_issue: " not in line:
+                    continue
+                # "7,4 R 4096 () 51202 + 8 be,0,3 [iopsd]"
+                w = line.split("block_rq_issue: ", 1)[1].split()
+                plus = w.index("+")
+                self.requests.append((w[1], int(w[plus - 1]), w[-2]))
+
+    def cleanup(self):
+        os.rmdir(self.dir)
+        if self.mounted:
+            subprocess.run(["umount", self.ROOT], check=False)
