@@ -385,11 +385,17 @@ def main():
         half = len(warm) // 2
         m1, m2 = statistics.median(rss[:half]), statistics.median(rss[half:])
         f1, f2 = statistics.median(fds[:half]), statistics.median(fds[half:])
-        print(f"medians, first/second half after warm-up: VmRSS {m1:.0f}/{m2:.0f} kB, fds {f1:.0f}/{f2:.0f}")
+        threads = [s[3] for s in warm]
+        t1, t2 = statistics.median(threads[:half]), statistics.median(threads[half:])
+        print(f"medians, first/second half after warm-up: VmRSS {m1:.0f}/{m2:.0f} kB, fds {f1:.0f}/{f2:.0f}, "
+              f"threads {t1:.0f}/{t2:.0f} (max {max(threads)})")
         if m2 > m1 * 1.05 + 2048:
             problems.append(f"RSS grew after warm-up: median {m1:.0f} -> {m2:.0f} kB")
         if f2 > f1 + 1:
             problems.append(f"fd count grew after warm-up: median {f1} -> {f2}")
+        # stuck runs on the hung mount are carried, never piled up by reloads
+        if t2 > t1 + 1:
+            problems.append(f"thread count grew after warm-up: median {t1} -> {t2}")
     print(f"logs and reports in {work}" if a.keep or problems else "")
     if not a.keep and not problems:
         shutil.rmtree(work, ignore_errors=True)
