@@ -256,13 +256,14 @@ def fio_job_ioprios(pid, name):
 
 
 def ioprios_while_running(cmd, find, name):
-    """The I/O priorities `find` last saw on cmd's job threads while it ran
-    (fio's job process starts at its parent's and sets its own after)."""
+    """The I/O priorities `find` saw on cmd's job threads while it ran, but
+    class 0 (none set): fio's job process starts with its parent's and
+    sets its own after, and an exiting one has none left."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = set()
     deadline = time.monotonic() + 10
     while p.poll() is None and time.monotonic() < deadline:
-        seen = find(p.pid, name) or seen
+        seen |= {v for v in find(p.pid, name) if v[0] != 0}
         time.sleep(0.1)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err[-2000:]
