@@ -56,8 +56,9 @@ static int parse_one_bs(const char *key, const char *value, const char *s, uint6
 	}
 	if (v < MIN_BS || v > MAX_BS) {
 		return errstr_set(err, len, -EINVAL,
-				  "%s=%s is out of range: must be between %llu and %llu bytes", key, value,
-				  MIN_BS, MAX_BS);
+				  "%s=%s is out of range: must be between %llu and %llu bytes (O_DIRECT "
+				  "moves whole sectors; a probe's blocks are budgeted)",
+				  key, value, MIN_BS, MAX_BS);
 	}
 	if (v % 512 != 0) {
 		return errstr_set(err, len, -EINVAL, "%s=%s is not a multiple of 512 bytes", key, value);
@@ -436,16 +437,45 @@ uint64_t fio_min_bs(const struct probe_config *pc)
 	return m == UINT64_MAX ? pc->bs : m;
 }
 
+/* fio's filename= separates files with ':' and reads "\:" as a ':' of the
+ * name (libiscsi's URLs). -EINVAL for a separator: iopsd takes one file. */
+static int unescape_filename(const char *filename, char **ret)
+{
+	char *out = malloc(strlen(filename) + 1), *o = out;
+
+	if (!out) {
+		return -ENOMEM;
+	}
+	for (const char *s = filename; *s; s++) {
+		if (*s == ':') {
+			free(out);
+			return -EINVAL;
+		}
+		if (s[0] == '\\' && s[1] == ':') {
+			s++;
+		}
+		*o++ = *s;
+	}
+	*o = '\0';
+	*ret = out;
+	return 0;
+}
+
 int fio_resolve_filename(const char *directory, const char *filename, char **ret_path,
 			 enum fio_target *ret_kind, char *err, size_t len)
 {
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *name = NULL;
 	struct stat st;
+	int r;
 
-	if (strchr(filename, ':')) {
+	r = unescape_filename(filename, &name);
+	if (r == -EINVAL) {
 		return errstr_set(err, len, -EINVAL,
 				  "filename=%s names several files (':'): use one file and nrfiles= for more",
 				  filename);
+	}
+	if (r < 0) {
+		return r;
 	}
 	if (filename[0] != '/' && !directory) {
 		return errstr_set(
@@ -454,8 +484,8 @@ int fio_resolve_filename(const char *directory, const char *filename, char **ret
 		    "absolute path",
 		    filename);
 	}
-	if (filename[0] == '/' ? asprintf(&path, "%s", filename) < 0
-			       : asprintf(&path, "%s/%s", directory, filename) < 0) {
+	if (name[0] == '/' ? asprintf(&path, "%s", name) < 0
+			   : asprintf(&path, "%s/%s", directory, name) < 0) {
 		path = NULL;
 		return -ENOMEM;
 	}

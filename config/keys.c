@@ -250,7 +250,7 @@ const struct config_key config_keys[] = {
 	  "(unless allow_overlap=1), which is what stonewall asks"),
 
     /* budget: a one-shot run's length; fitted to the schedule in the daemon */
-    BUDGET("runtime", "timeout", CONFIG_KIND_DURATION, runtime_usec, USEC_PER_MSEC, 30ULL * 24 * 3600 * SEC,
+    BUDGET("runtime", "timeout", CONFIG_KIND_DURATION, runtime_usec, USEC_PER_MSEC, 3650ULL * 24 * 3600 * SEC,
 	   CONFIG_SEEN_RUNTIME, "length of a run; the daemon fits a run longer than the interval to 1s"),
     BUDGET("time_based", NULL, CONFIG_KIND_BOOL, time_based, 0, 1, CONFIG_SEEN_TIME_BASED,
 	   "--once runs for runtime, not until io_size is done; daemon runs are always time based"),

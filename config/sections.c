@@ -142,9 +142,11 @@ static void finish_conflicts(struct parser *p, struct probe_config *pc, unsigned
 	apply_rwmixwrite(p, pc, seen);
 	if ((seen & (CONFIG_SEEN_RWMIXREAD | CONFIG_SEEN_RWMIXWRITE)) && pc->rw != PROBE_RW_RW &&
 	    pc->rw != PROBE_RW_RANDRW) {
-		parser_error(p, pc->line,
-			     "[%s]: rwmixread/rwmixwrite only apply to rw=rw or rw=randrw, not rw=%s", where,
-			     probe_rw_to_string(pc->rw));
+		/* fio ignores the mix of a job that does not mix */
+		config_add_notice(p->cfg, key_line(p, "rwmixread", key_line(p, "rwmixwrite", pc->line)),
+				  "[%s]: rwmixread/rwmixwrite ignored, as fio ignores them: rw=%s does not "
+				  "mix reads and writes",
+				  where, probe_rw_to_string(pc->rw));
 	}
 	if ((seen & CONFIG_SEEN_FSYNC) && pc->fsync > 0 && !probe_rw_writes(pc->rw)) {
 		parser_error(p, pc->line, "[%s]: fsync=%u conflicts with rw=%s, which never writes", where,
@@ -173,9 +175,37 @@ static void finish_conflicts(struct parser *p, struct probe_config *pc, unsigned
 	}
 }
 
-/* Block sizes, file sizes and regions. */
-static void finish_layout(struct parser *p, struct probe_config *pc, unsigned seen)
+/* fio lays out size= for each job, iopsd's jobs share it: where that is
+ * less than a block per job (and file), grow it to one, which is never
+ * more than fio's own size * numjobs. Below one block fio refuses too. */
+static int fit_size_to_jobs(struct parser *p, struct probe_config *pc)
 {
+	uint64_t want = pc->bs * pc->numjobs * pc->nrfiles;
+	unsigned line = key_line(p, "size", pc->line);
+	char a[32], b[32], c[32];
+
+	if (pc->size / pc->nrfiles < pc->bs) {
+		parser_error(p, line,
+			     "[%s]: size=%" PRIu64 " is smaller than bs=%" PRIu64
+			     "%s: each job needs at least one block (fio refuses it too)",
+			     pc->name, pc->size, pc->bs, pc->nrfiles > 1 ? " per file" : "");
+		return -EINVAL;
+	}
+	config_add_notice(p->cfg, line,
+			  "[%s]: size=%s fitted to %s: each of the %u jobs needs a block of its own%s "
+			  "(fio lays out %s in all)",
+			  pc->name, format_bytes(a, sizeof(a), pc->size), format_bytes(b, sizeof(b), want),
+			  pc->numjobs, pc->nrfiles > 1 ? " in each file" : "",
+			  format_bytes(c, sizeof(c), pc->size * pc->numjobs));
+	pc->size = want;
+	return 0;
+}
+
+/* Block sizes, file sizes and regions. True when size= was fitted (its
+ * notice says how fio's layout differs). */
+static bool finish_layout(struct parser *p, struct probe_config *pc, unsigned seen)
+{
+	bool is_fitted = false;
 	struct fio_layout l;
 	char err[512];
 
@@ -192,15 +222,15 @@ static void finish_layout(struct parser *p, struct probe_config *pc, unsigned se
 	}
 	if (pc->size && !pc->offset_increment && !(seen & CONFIG_SEEN_FILESIZE) &&
 	    pc->size / pc->nrfiles < pc->bs * pc->numjobs) {
-		parser_error(p, pc->line,
-			     "[%s]: size=%" PRIu64 " is smaller than bs*numjobs=%" PRIu64
-			     "%s: each job needs at least one block",
-			     pc->name, pc->size, pc->bs * pc->numjobs, pc->nrfiles > 1 ? " per file" : "");
-		return;
+		if (fit_size_to_jobs(p, pc) < 0) {
+			return false;
+		}
+		is_fitted = true;
 	}
 	if (pc->directory && fio_layout(pc, 0, &l, err, sizeof(err)) < 0) {
 		parser_error(p, pc->line, "[%s]: %s", pc->name, err);
 	}
+	return is_fitted;
 }
 
 /* Where iopsd lays a job out differently from fio, say so. */
@@ -232,16 +262,16 @@ static void notice_sharing(struct parser *p, const struct probe_config *pc, unsi
 static void finish_probe(struct parser *p, struct probe_config *pc, unsigned seen)
 {
 	size_t errors = parser_error_count(p);
-	bool from_filename = finish_target(p, pc, seen);
+	bool from_filename = finish_target(p, pc, seen), is_fitted = false;
 
 	finish_conflicts(p, pc, seen);
 	if (!(seen & CONFIG_SEEN_RUNTIME) && !(seen & CONFIG_SEEN_NUMBER_IOS)) {
 		pc->runtime_usec = pc->ceiling ? 5ULL * USEC_PER_SEC : USEC_PER_SEC;
 	}
 	if (parser_error_count(p) == errors) {
-		finish_layout(p, pc, seen);
+		is_fitted = finish_layout(p, pc, seen);
 	}
-	if (parser_error_count(p) == errors) {
+	if (parser_error_count(p) == errors && !is_fitted) {
 		notice_sharing(p, pc, seen, from_filename);
 	}
 }
@@ -337,7 +367,9 @@ static void begin_probe(struct parser *p, const char *name, unsigned line)
 
 	p->kind = SECTION_NONE;
 	if (!valid_probe_name(name)) {
-		parser_error(p, line, "invalid probe name [%s]: use 1 to 64 letters, digits, '-', '_' or '.'",
+		parser_error(p, line,
+			     "invalid probe name [%s]: a probe's name is a metric label, an API argument "
+			     "and the file DIR/.iopsd/NAME.dat: use 1 to 64 letters, digits, '-', '_' or '.'",
 			     name);
 		return;
 	}

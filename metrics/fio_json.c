@@ -130,6 +130,8 @@ static json_t *sync_to_json(const struct fio_report *r, const struct fio_job *j)
 		return NULL;
 	}
 	set(o, "total_ios", json_integer((json_int_t)s->ops), &ok);
+	/* iopsd's own, kept from the JSON --once printed before it had formats */
+	set(o, "iops", json_real(s->iops), &ok);
 	set(o, "lat_ns", lat_to_json(&s->fio.clat, &s->lat, r->is_json_plus), &ok);
 	set(o, "errors", probe_errors_to_json(s->errors), &ok);
 	return ok ? TAKE_PTR(o) : NULL;

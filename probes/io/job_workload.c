@@ -160,12 +160,13 @@ void job_flow_issued(struct job *j)
 	}
 }
 
-/* prio and prioclass: the job thread's I/O priority, as fio sets its
- * job's (best effort level 4 where one of them is not given). */
+/* prio and prioclass: the job thread's I/O priority, as fio 3.33 sets its
+ * job's: the class best effort and the level 0 where one is not given
+ * (prioclass=3 alone is idle level 0, as ioprio_get(2) shows on fio's). */
 int job_set_ioprio(struct job *j)
 {
 	const struct probe_workload *wl = &j->run->layout_pc.wl;
-	unsigned cls = wl->has_prioclass ? wl->prioclass : 2, lvl = wl->has_prio ? wl->prio : 4;
+	unsigned cls = wl->has_prioclass ? wl->prioclass : 2, lvl = wl->has_prio ? wl->prio : 0;
 
 	if (!wl->has_prio && !wl->has_prioclass) {
 		return 0;

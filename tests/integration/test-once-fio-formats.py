@@ -9,7 +9,10 @@ on the same job (randrw with fsync, ext4 on a loop device, O_DIRECT):
 - normal output has fio's lines in fio's order (figures aside), with the
   loop device in "Disk stats" and its util near fio's;
 - terse is version 3 with as many fields as fio's;
-- --output=FILE and comma lists as in fio; a bad format is a usage error."""
+- --output=FILE and comma lists as in fio; a bad format is a usage error;
+- every key of the JSON --once printed before it had formats (OLD_KEYS, as
+  a2b135a^ wrote it) is in --output-format=json's, with its type, as
+  README.md and iopsd(8) promise scripts that read it."""
 import json
 import os
 import re
@@ -64,10 +67,73 @@ ALLOWED = {
         "/jobs[]/write/errors/*": "as above",
         "/jobs[]/trim/errors": "iopsd's own: errors by reason",
         "/jobs[]/trim/errors/*": "as above",
+        "/jobs[]/sync/iops": "iopsd's own: fsyncs per second, kept from the JSON before formats",
         "/jobs[]/sync/errors": "iopsd's own: errors by reason",
         "/jobs[]/sync/errors/*": "as above",
     },
 }
+# The JSON `--once` printed before --output-format existed (daemon/once.c and
+# metrics/json_probe.c before a2b135a): each key with the type it had. Scripts
+# that read it keep working with --output-format=json.
+ERRORS = {r: int for r in ("eio", "enospc", "erofs", "eacces", "enoent", "einval", "timeout", "other")}
+LATENCY = {"min": int, "max": int, "mean": float, "stddev": float, "N": int, "percentile": dict}
+OLD_DIR = {"total_ios": int, "iops": float, "io_bytes": int, "io_kbytes": int, "bw_bytes": int, "bw": int,
+           "runtime": int, "clat_ns": LATENCY, "errors": ERRORS}
+OLD_KEYS = {
+    "iopsd version": str, "timestamp": int, "timestamp_ms": int,
+    "jobs": [{
+        "success": bool, "error": int, "error_name": str, "message": str, "timestamp_ms": int,
+        "job_runtime": int, "runtime_usec": int, "layout_usec": int,
+        "read": OLD_DIR, "write": OLD_DIR,
+        "sync": {"total_ios": int, "iops": float, "lat_ns": LATENCY, "errors": ERRORS},
+        "errors": ERRORS, "jobname": str, "groupid": int, "target": str,
+        "job options": {"rw": str, "bs": int, "size": int, "nrfiles": int, "iodepth": int, "numjobs": int,
+                        "ioengine": str, "rwmixread": int, "fsync": int, "runtime_usec": int,
+                        "number_ios": int, "rate_iops": int, "ramp_time_usec": int, "time_based": bool,
+                        "loops": int, "rate": int},
+    }],
+}
+
+
+def missing_old_keys(want, got, path=""):
+    """The paths of OLD_KEYS not in `got`, or of another type (an int is a
+    float's value too: json writes 2.0 as 2)."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{path or '/'}: not an object"]
+        return [m for k, w in want.items()
+                for m in ([f"{path}/{k}"] if k not in got else missing_old_keys(w, got[k], f"{path}/{k}"))]
+    if isinstance(want, list):
+        if not isinstance(got, list) or not got:
+            return [f"{path}: not a non-empty list"]
+        return [m for i, g in enumerate(got) for m in missing_old_keys(want[0], g, f"{path}[{i}]")]
+    ok = isinstance(got, want) and not (want is int and isinstance(got, bool))
+    if want is float:
+        ok = isinstance(got, (int, float)) and not isinstance(got, bool)
+    return [] if ok else [f"{path}: {type(got).__name__}, was {want.__name__}"]
+
+
+def check_old_keys(job, path):
+    p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", job], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    o = json.loads(p.stdout)
+    missing = missing_old_keys(OLD_KEYS, o)
+    assert not missing, "keys of the JSON before formats gone or retyped:\n  " + "\n  ".join(missing)
+    j = o["jobs"][0]
+    # and with their meaning: the run's time in us, the job's options as given
+    assert 1_900_000 <= j["runtime_usec"] <= 3_000_000, j["runtime_usec"]
+    assert j["job options"]["runtime_usec"] == 2_000_000 and j["job options"]["fsync"] == 32, j["job options"]
+    assert j["job options"]["bs"] == 4096 and j["job options"]["rw"] == "randrw", j["job options"]
+    assert j["target"] == path and j["error"] == 0 and j["error_name"] == "", (j["target"], j["error_name"])
+    assert j["sync"]["total_ios"] > 0 and j["sync"]["iops"] > 0, j["sync"]
+    fsyncs = j["sync"]["total_ios"] / (j["runtime_usec"] / 1e6)
+    assert abs(j["sync"]["iops"] - fsyncs) <= 0.05 * fsyncs, (j["sync"]["iops"], fsyncs)
+    n = sum(1 for _ in key_paths(OLD_KEYS))
+    print(f"old JSON: all {n} key paths of the JSON before formats in --output-format=json's, typed as "
+          f"before; sync iops {j['sync']['iops']:.1f}")
+
+
 # keys whose children are data, not keys: the percentile list and the bins
 DATA = ("percentile", "bins")
 
@@ -184,6 +250,8 @@ def main():
         assert len(ti_line.split(";")) == len(tf.split(";")), (len(ti_line.split(";")), len(tf.split(";")))
         json.loads(ti[len(ti_line):])  # the json after the terse line, as fio orders them
         print(f"terse: version 3, {len(tf.split(';'))} fields as fio's")
+
+        check_old_keys(job, fs.mountpoint)
 
         p = subprocess.run([t.IOPSD, "--once", "--output-format=xml", "--config", job], capture_output=True,
                            text=True, timeout=30)

@@ -310,6 +310,38 @@ static void test_memory_limits_have_safe_defaults_and_can_be_raised(void **state
 	config_free(c);
 }
 
+/* What fio accepts and runs loads: a size= under a block per job is
+ * fitted (fio lays out size= per job), a mix on a job that does not mix is
+ * ignored, "\\:" is a ':' of the name, a runtime of a year is a runtime. */
+static void test_what_fio_accepts_loads_with_a_notice(void **state)
+{
+	static const char text[] =
+	    "[global]\ndirectory=/data\n[seq]\nrw=read\nbs=1m\nsize=1m\nnumjobs=4\n"
+	    "[w]\nrw=write\nrwmixread=70\nruntime=365d\n"
+	    "[by-path]\nrw=randread\nfilename=/dev/disk/by-path/pci-0000\\:00\\:1f.2-ata-1\n";
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(config_load_string("fio.conf", text, &errs, &c), 0);
+	assert_int_equal(c->probes[0].size, 4 << 20);
+	assert_int_equal(c->n_notices, 2);
+	assert_int_equal(c->notices[0].line, 6);
+	assert_non_null(strstr(c->notices[0].message, "size=1m fitted to 4m: each of the 4 jobs needs a "
+						      "block of its own (fio lays out 4m in all)"));
+	assert_int_equal(c->notices[1].line, 10);
+	assert_non_null(strstr(c->notices[1].message, "rwmixread/rwmixwrite ignored"));
+	assert_int_equal(c->probes[1].runtime_usec, 365ULL * 24 * 3600 * 1000000);
+	assert_string_equal(c->probes[2].filename, "/dev/disk/by-path/pci-0000:00:1f.2-ata-1");
+	config_free(c);
+	c = NULL;
+
+	/* an unescaped ':' separates files, which iopsd does not take */
+	assert_int_equal(config_load_string("two.conf", "[j]\nfilename=/dev/sda:/dev/sdb\n", &errs, &c),
+			 -EINVAL);
+	assert_non_null(strstr(errs.items[0].message, "names several files"));
+	config_errors_clear(&errs);
+}
+
 static void test_each_invalid_fixture_reports_file_and_line(void **state)
 {
 	DIR *dir = opendir(CONFIG_FIXTURES "/invalid");
@@ -366,6 +398,7 @@ int main(void)
 	    cmocka_unit_test(test_probes_never_share_a_file),
 	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
 	    cmocka_unit_test(test_section_names_are_fios),
+	    cmocka_unit_test(test_what_fio_accepts_loads_with_a_notice),
 	    cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -364,6 +364,12 @@ static void test_terse_randrw_fsync_is_fios_v3(void **state)
 	check_terse("randrw");
 }
 
+/* group_reporting: one line for the four jobs, as fio summed them */
+static void test_terse_group_of_four_jobs_is_fios_v3(void **state)
+{
+	check_terse("group");
+}
+
 /* The depth maps and latency buckets are rebuilt from fio's rounded
  * percentages: those compare within 0.02 points. */
 static bool is_percent_map(const char *path)
@@ -509,6 +515,7 @@ int main(void)
 	    cmocka_unit_test(test_normal_group_of_four_jobs_is_fios_layout),
 	    cmocka_unit_test(test_terse_randread_is_fios_v3),
 	    cmocka_unit_test(test_terse_randrw_fsync_is_fios_v3),
+	    cmocka_unit_test(test_terse_group_of_four_jobs_is_fios_v3),
 	    cmocka_unit_test(test_json_plus_randread_has_fios_keys_and_values),
 	    cmocka_unit_test(test_json_plus_randrw_fsync_has_fios_keys_and_values),
 	    cmocka_unit_test(test_json_plus_group_has_fios_keys_and_values),
