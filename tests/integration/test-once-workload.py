@@ -340,44 +340,6 @@ def check_cmdprio(mnt, d):
     forget(mnt, "cmdprio")
 
 
-class BlockTrace:
-    """block:block_rq_issue on one device, in a tracefs instance of its own
-    (tracefs mounted for the test where it is not): each request's rwbs and
-    ioprio ("be,0,3": class, hint, level)."""
-    ROOT = "/sys/kernel/tracing"
-
-    def __init__(self, dev_path):
-        self.mounted = False
-        if not os.path.isdir(os.path.join(self.ROOT, "events")):
-            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=True)
-            self.mounted = True
-        st = os.stat(dev_path)
-        self.devt = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
-        self.dir = os.path.join(self.ROOT, "instances", f"iopsd-test-{os.getpid()}")
-        os.mkdir(self.dir)
-        self.event = os.path.join(self.dir, "events", "block", "block_rq_issue")
-        write(os.path.join(self.event, "filter"), f"dev == {self.devt}")
-
-    def record(self, cmd, **kw):
-        """Run cmd while tracing; the read requests' ioprio strings."""
-        write(os.path.join(self.dir, "trace"), "")
-        write(os.path.join(self.event, "enable"), "1")
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
-        finally:
-            write(os.path.join(self.event, "enable"), "0")
-        assert p.returncode == 0, p.stderr[-2000:]
-        with open(os.path.join(self.dir, "trace")) as f:
-            lines = [line.split("block_rq_issue: ", 1)[1] for line in f if "block_rq_issue: " in line]
-        # "7,4 R 4096 () 51202 + 8 be,0,3 [iopsd]"
-        return [line.split()[-2] for line in lines if "R" in line.split()[1]]
-
-    def cleanup(self):
-        os.rmdir(self.dir)
-        if self.mounted:
-            subprocess.run(["umount", self.ROOT], check=False)
-
-
 def check_cmdprio_uring(mnt, d, dev):
     """cmdprio_percentage=20 on io_uring: a fifth of the reads reach the
     block layer (block_rq_issue on the loop device) with class 2 level 3,
@@ -386,12 +348,15 @@ def check_cmdprio_uring(mnt, d, dev):
     path = os.path.join(d, "cmdprio-uring.fio")
     write(path, job(mnt, "cpuring", "rw=randread\niodepth=4\nnumber_ios=2000\ncmdprio_percentage=20\n"
                                     "cmdprio_class=2\ncmdprio=3").replace("ioengine=libaio", "ioengine=io_uring"))
-    trace = BlockTrace(dev)
+    trace = t.BlockTrace(dev)
     try:
         shares = {}
         for name, cmd in (("fio", ["fio", path]),
                           ("iopsd", [t.IOPSD, "--once", "--output-format=json", "--config", path])):
-            prios = trace.record(cmd)
+            with trace.tracing():
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, p.stderr[-2000:]
+            prios = [prio for rwbs, _, prio in trace.requests if "R" in rwbs]
             assert len(prios) >= 1800, f"{name}: {len(prios)} reads traced"
             marked = sum(p == "be,0,3" for p in prios)
             shares[name] = marked / len(prios)
