@@ -66,6 +66,20 @@ def rss_bound(asan):
     return (24 if asan else 8) * 1024
 
 
+def snapshot(d, fs):
+    """(calls blocked in the filesystem, the daemon's threads, its RSS in kB)."""
+    return fs.blocked(), t.proc_status(d.proc.pid, "Threads"), t.proc_status(d.proc.pid, "VmRSS")
+
+
+def assert_flat(before, after, asan, what):
+    """Nothing piled up over the reloads: no more blocked calls, at most one
+    thread more, RSS within rss_bound."""
+    (blocked0, threads0, rss0), (blocked, threads, rss) = before, after
+    assert blocked <= blocked0, f"{what} piled up: {blocked0} blocked calls before, {blocked} after"
+    assert threads <= threads0 + 1, f"threads grew from {threads0} to {threads} over {RELOADS} reloads"
+    assert rss <= rss0 + rss_bound(asan), f"RSS grew from {rss0} to {rss} kB over {RELOADS} reloads"
+
+
 def reload_and_wait(d, i):
     n = d.read_log().count("Reloaded")
     d.signal(signal.SIGHUP)
@@ -86,22 +100,15 @@ def timed_out_then_reloads():
         fs.hang("read,write,fsync")
         t.wait_until(lambda: hung.errors("timeout") >= 1, 30, what=f"the probe's first timeout")
         time.sleep(2)
-        blocked0 = fs.blocked()
-        threads0 = t.proc_status(d.proc.pid, "Threads")
-        rss0 = t.proc_status(d.proc.pid, "VmRSS")
-        print(f"stuck: {blocked0} call(s) blocked in the filesystem, {threads0} threads, RSS {rss0} kB")
+        before = snapshot(d, fs)
+        print("stuck: {} call(s) blocked in the filesystem, {} threads, RSS {} kB".format(*before))
         for i in range(RELOADS):
             reload_and_wait(d, i)
             time.sleep(1.5)  # the new generation's first run is due
         time.sleep(3)
-        blocked = fs.blocked()
-        threads = t.proc_status(d.proc.pid, "Threads")
-        rss = t.proc_status(d.proc.pid, "VmRSS")
-        print(f"after {RELOADS} reloads: {blocked} call(s) blocked, {threads} threads, RSS {rss} kB")
-        assert blocked <= blocked0, f"stuck runs piled up: {blocked0} blocked calls before, {blocked} after"
-        assert threads <= threads0 + 1, f"threads grew from {threads0} to {threads} over {RELOADS} reloads"
-        bound = rss_bound(asan)
-        assert rss <= rss0 + bound, f"RSS grew from {rss0} to {rss} kB over {RELOADS} reloads"
+        after = snapshot(d, fs)
+        print(f"after {RELOADS} reloads: " + "{} call(s) blocked, {} threads, RSS {} kB".format(*after))
+        assert_flat(before, after, asan, "stuck runs")
         fs.release()
         hung.expect_recovered(timeout=30)
         print("ok: the probe recovers once the filesystem answers")
@@ -133,10 +140,8 @@ def reloads_before_timeout():
         t.wait_until(lambda: fs.blocked() >= 1, 12, interval=0.05, what="the run's I/O blocking")
         hung_at = time.monotonic()
         time.sleep(0.5)
-        blocked0 = fs.blocked()
-        threads0 = t.proc_status(d.proc.pid, "Threads")
-        rss0 = t.proc_status(d.proc.pid, "VmRSS")
-        print(f"hung run: {blocked0} call(s) blocked in the filesystem, {threads0} threads, RSS {rss0} kB")
+        before = snapshot(d, fs)
+        print("hung run: {} call(s) blocked in the filesystem, {} threads, RSS {} kB".format(*before))
         for i in range(RELOADS):
             sent = time.monotonic()
             if i == 0:
@@ -146,14 +151,11 @@ def reloads_before_timeout():
             reload_and_wait(d, i)
             time.sleep(max(0.0, 1.0 - (time.monotonic() - sent)))
         time.sleep(3)
-        blocked = fs.blocked()
-        threads = t.proc_status(d.proc.pid, "Threads")
-        rss = t.proc_status(d.proc.pid, "VmRSS")
-        print(f"after {RELOADS} reloads, the first {time.monotonic() - hung_at:.1f} s ago: {blocked} call(s) "
-              f"blocked, {threads} threads, RSS {rss} kB; {hung.errors('timeout'):.0f} timeout(s) reported")
-        assert blocked <= blocked0, f"cancelled runs piled up: {blocked0} blocked calls before, {blocked} after"
-        assert threads <= threads0 + 1, f"threads grew from {threads0} to {threads} over {RELOADS} reloads"
-        assert rss <= rss0 + rss_bound(asan), f"RSS grew from {rss0} to {rss} kB over {RELOADS} reloads"
+        after = snapshot(d, fs)
+        print(f"after {RELOADS} reloads, the first {time.monotonic() - hung_at:.1f} s ago: " +
+              "{} call(s) blocked, {} threads, RSS {} kB; ".format(*after) +
+              f"{hung.errors('timeout'):.0f} timeout(s) reported")
+        assert_flat(before, after, asan, "cancelled runs")
         assert hung.errors("timeout") >= 1 and hung.state()["success"] == 0, hung.state()
         assert "the I/O of an earlier run is still pending" in hung.last_failure(), hung.last_failure()
         fs.release()
