@@ -676,6 +676,15 @@ class HangFS:
         with contextlib.suppress(Exception):
             self.release()
 
+    def release_and_recover(self, d, watch, timeout):
+        """release(); then probe `watch` of daemon `d` recovers and d stops
+        cleanly."""
+        self.release()
+        watch.expect_recovered(timeout=timeout)
+        print(f"  probe {watch.probe} recovered once the filesystem answered again")
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+
     def blocked(self):
         """Calls waiting in the filesystem right now."""
         return int(self.command("count")[1])

@@ -186,11 +186,7 @@ def hung_at_start():
         st = hung.state()
         assert hung.errors("timeout") >= 1 and st["success"] == 0, f"the hung probe reports no timeout: {st}"
         print(f"  the probe reports: {hung.last_failure()}")
-        fs.release()
-        hung.expect_recovered(timeout=20)
-        print("  recovered after the filesystem answered again")
-        rc, _ = d.stop()
-        assert rc == 0, f"iopsd exited with {rc}"
+        fs.release_and_recover(d, hung, 20)
     except BaseException:
         if d:
             print(d.read_log()[-3000:])
@@ -233,11 +229,7 @@ def main():
         print("attribute cache expiry: the target resolved, then the filesystem hangs")
         stuck_at = check_while_hung(d, wd, fs, hung, healthy)
         check_second_probe(d, fs, hung, second, stuck_at)
-        fs.release()
-        hung.expect_recovered(timeout=20)
-        print("  recovered after the filesystem answered again")
-        rc, _ = d.stop()
-        assert rc == 0, f"iopsd exited with {rc}"
+        fs.release_and_recover(d, hung, 20)
     finally:
         # a process with I/O in a hung FUSE filesystem cannot exit, even
         # with SIGKILL: let the filesystem answer before stopping iopsd

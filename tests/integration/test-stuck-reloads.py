@@ -109,11 +109,7 @@ def timed_out_then_reloads():
         after = snapshot(d, fs)
         print(f"after {RELOADS} reloads: " + "{} call(s) blocked, {} threads, RSS {} kB".format(*after))
         assert_flat(before, after, asan, "stuck runs")
-        fs.release()
-        hung.expect_recovered(timeout=30)
-        print("ok: the probe recovers once the filesystem answers")
-        rc, _ = d.stop()
-        assert rc == 0, f"iopsd exited with {rc}"
+        fs.release_and_recover(d, hung, 30)
     except BaseException:
         if d:
             print(d.read_log()[-3000:])
@@ -158,11 +154,7 @@ def reloads_before_timeout():
         assert_flat(before, after, asan, "cancelled runs")
         assert hung.errors("timeout") >= 1 and hung.state()["success"] == 0, hung.state()
         assert "the I/O of an earlier run is still pending" in hung.last_failure(), hung.last_failure()
-        fs.release()
-        hung.expect_recovered(timeout=30)
-        print("ok: the probe recovers once the filesystem answers")
-        rc, _ = d.stop()
-        assert rc == 0, f"iopsd exited with {rc}"
+        fs.release_and_recover(d, hung, 30)
     except BaseException:
         if d:
             print(d.read_log()[-3000:])
