@@ -321,6 +321,20 @@ def settled_at(series, level, tol, hold):
     return None
 
 
+def ran_dry_at(series, settled, burst, base, tol):
+    """When a bucket ran dry, given `settled` (settled_at's point): the
+    first point of the low stretch that ends there, every point in it below
+    0.8 x burst, the first within tol of base. A starved second inside that
+    stretch refills the bucket a little, and the seconds that spend it again
+    put off settled_at, not the moment the bucket first held the rate at
+    its base. settled's time when there is no such point."""
+    low = [(t, v) for t, v in series if t <= settled[0]]
+    i = len(low)
+    while i > 0 and low[i - 1][1] < 0.8 * burst:
+        i -= 1
+    return next((t for t, v in low[i:] if abs(v - base) <= tol * base), settled[0])
+
+
 def plateau_at(secs, cap):
     """When 1-s rates [(t, IOPS)] first held a plateau at cap by iopsd's
     rule (iopsd(8), CEILING DETECTION): a window of 20 seconds in which all
