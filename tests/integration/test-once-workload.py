@@ -141,14 +141,27 @@ def check_thinktime_iotime(mnt, d):
     fio's within 0.3 of its schedule's. The last pause is cut at the end of
     the runtime, as fio cuts it."""
     path = os.path.join(d, "iotime.fio")
+    paused = os.path.join(d, "iotime-paused.fio")
     body = "rw=randread\niodepth=1\nruntime=2500ms\ntime_based\n"
     write(path, job(mnt, "iotime", body))
-    fa, ia = fio(path)["read"]["total_ios"], iopsd(path)["read"]["total_ios"]
-    write(path, job(mnt, "iotime", body + "thinktime=1s\nthinktime_iotime=250ms"))
-    jp = iopsd(path)
-    fp, ip = fio(path)["read"]["total_ios"], jp["read"]["total_ios"]
-    rf, ri = fp / fa, ip / ia
-    assert min(abs(rf - 0.2), abs(rf - 0.6)) <= 0.3, f"fio: {fp} of {fa} I/Os with the pauses"
+    write(paused, job(mnt, "iotime", body + "thinktime=1s\nthinktime_iotime=250ms"))
+    ia = iopsd(path)["read"]["total_ios"]
+    jp = iopsd(paused)
+    ip = jp["read"]["total_ios"]
+    # fio 3.33 now and then does not pause at all (a run: 54,265 I/Os with
+    # the pauses, 52,223 without): its figure is the reference, so a round
+    # in which it followed neither schedule is inconclusive, run again
+    rounds = []
+    for _ in range(3):
+        fa, fp = fio(path)["read"]["total_ios"], fio(paused)["read"]["total_ios"]
+        rounds.append((fp, fa))
+        rf = fp / fa
+        if min(abs(rf - 0.2), abs(rf - 0.6)) <= 0.3:
+            break
+    else:
+        raise AssertionError(f"inconclusive in three rounds: fio did not follow its schedule "
+                             f"(I/Os with the pauses, without): {rounds}")
+    ri = ip / ia
     assert 0.05 <= ri <= 0.5, f"thinktime_iotime=250ms: iopsd {ip} of {ia} I/Os ({ri:.2f}), fio {rf:.2f}"
     # the last pause ends with the runtime, as fio's
     assert jp["job_runtime"] <= 2600, jp["job_runtime"]
