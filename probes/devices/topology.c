@@ -380,12 +380,24 @@ static int add_mountpoint(struct topology_device *d, const char *mp)
 	return 0;
 }
 
+/* iopsd's own probe directory, DIR/.iopsd, where systemd's ReadWritePaths=
+ * bind-mounts it onto itself in the unit's namespace: not a mount point of
+ * the volume (its label would read "/data,/data/.iopsd"). */
+static bool is_probe_directory(const struct mountinfo_entry *m)
+{
+	const char *base = strrchr(m->mountpoint, '/');
+
+	return base && strcmp(base, "/.iopsd") == 0;
+}
+
 /* Each device's mount points, and its label of them joined. */
 static int assign_mountpoints(struct topology *t)
 {
 	for (size_t i = 0; i < t->n_mounts; i++) {
 		const struct topology_device *d = mount_device(t, &t->mounts[i]);
-		int r = d ? add_mountpoint(&t->devices[d - t->devices], t->mounts[i].mountpoint) : 0;
+		int r = d && !is_probe_directory(&t->mounts[i])
+			    ? add_mountpoint(&t->devices[d - t->devices], t->mounts[i].mountpoint)
+			    : 0;
 
 		if (r < 0) {
 			return r;

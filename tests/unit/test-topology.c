@@ -185,7 +185,8 @@ static void test_mount_points_are_attributed_by_devnum(void **state)
 
 /* mountinfo's source names a device only for btrfs (a user's FUSE mount
  * with fsname=/dev/xvdf does not get xvdf's labels); a "," inside a mount
- * point stays inside one entry; at most DEVICE_MAX_MOUNTPOINTS per device. */
+ * point stays inside one entry; at most DEVICE_MAX_MOUNTPOINTS per device;
+ * iopsd's own probe directory bind-mounted by its unit is none of them. */
 static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **state)
 {
 	char dir[] = "/tmp/iopsd-topology-XXXXXX", cmd[512], proc[600], sys[600], path[700];
@@ -203,6 +204,8 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	fputs("60 22 0:60 / /home/u/fuse rw - fuse.sshfs /dev/xvdf rw\n", f);
 	fputs("61 22 0:61 / /btr rw - btrfs /dev/xvdg rw\n", f);
 	fputs("62 22 202:1 / /mnt/a,b rw - ext4 /dev/xvda1 rw\n", f);
+	/* the unit's ReadWritePaths= of a probe directory, bind-mounted onto itself */
+	fputs("63 40 9:0 /.iopsd /data/.iopsd rw - xfs /dev/md0 rw\n", f);
 	for (int i = 0; i < 30; i++) {
 		fprintf(f, "%d 22 202:1 / /bind/%d rw - ext4 /dev/xvda1 rw\n", 70 + i, i);
 	}
@@ -213,6 +216,7 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	assert_string_equal(get(t, "xvdf")->topo.mountpoints, "");
 	assert_int_equal(get(t, "xvdf")->topo.n_mountpoints, 0);
 	assert_string_equal(get(t, "xvdg")->topo.mountpoints, "/btr");
+	assert_string_equal(get(t, "md0")->topo.mountpoints, "/data,/srv/backup");
 	d = get(t, "xvda1");
 	assert_int_equal(d->topo.n_mountpoints, DEVICE_MAX_MOUNTPOINTS);
 	assert_string_equal(d->topo.mountpoint_list[0], "/");
