@@ -3,7 +3,6 @@ Prometheus with the shipped rules (their for: and range windows 10 times
 shorter), a real Alertmanager with the shipped
 configuration (its receivers pointed at a webhook in the test, its group
 timings shortened) and that webhook receiver, all on 127.0.0.1."""
-import datetime
 import json
 import os
 import re
@@ -98,31 +97,6 @@ def alerts_of(notifications, status=None):
         for a in n["alerts"]:
             if status is None or a["status"] == status:
                 out.append((t, path, a["labels"]["alertname"], a["labels"], a))
-    return out
-
-
-class ActiveAt:
-    """Polls Prometheus's /api/v1/alerts: the first activeAt (wall clock)
-    of each (alertname, instance, device)."""
-
-    def __init__(self, prom):
-        self.prom, self.seen = prom, {}
-
-    def poll(self):
-        for a in self.prom.api("alerts")["data"]["alerts"]:
-            k = (a["labels"]["alertname"], a["labels"].get("instance"), a["labels"].get("device"))
-            if k not in self.seen:
-                main, _, frac = a["activeAt"].rstrip("Z").partition(".")
-                t = datetime.datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-                self.seen[k] = t.timestamp() + float("0." + (frac or "0"))
-
-
-def inhibited(am, instance):
-    """{(alertname, device): [inhibitors]} of the instance's inhibited alerts."""
-    out = {}
-    for a in am.alerts(inhibited="true", silenced="false", active="false", unprocessed="false"):
-        if a["labels"].get("instance") == instance and a["status"]["inhibitedBy"]:
-            out[(a["labels"]["alertname"], a["labels"].get("device"))] = a["status"]["inhibitedBy"]
     return out
 
 
