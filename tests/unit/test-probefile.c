@@ -540,6 +540,26 @@ static unsigned count_threads(void)
 	return n;
 }
 
+/* The process's threads once those that just exited are gone: a joined
+ * thread stays in /proc/self/task until the kernel has reaped it, a moment
+ * after pthread_join returned. Polls up to 1 s for `want` (0: until two
+ * counts 20 ms apart agree). */
+static unsigned settled_threads(unsigned want)
+{
+	struct timespec ts = {.tv_nsec = 20000000};
+	unsigned n = count_threads(), prev;
+
+	for (int i = 0; i < 50 && (want ? n != want : true); i++) {
+		prev = n;
+		nanosleep(&ts, NULL);
+		n = count_threads();
+		if (!want && n == prev) {
+			break;
+		}
+	}
+	return n;
+}
+
 static void test_cancel_stops_a_run_at_once(void **state)
 {
 	_cleanup_free_ char *dir = sub("cancel");
@@ -566,7 +586,7 @@ static void test_cancel_stops_a_run_at_once(void **state)
 					   .interval_usec = 1000000},
 		    res);
 	assert_true(probe_threads_wait(2 * 1000000));
-	threads_before = count_threads();
+	threads_before = settled_threads(0);
 	assert_int_equal(probe_start(&pc, NULL, &run), 0);
 	nanosleep(&ts, NULL);
 	assert_true(count_threads() > threads_before);
@@ -580,7 +600,7 @@ static void test_cancel_stops_a_run_at_once(void **state)
 	/* its threads end too, and are joined: the process is back to the
 	 * threads it had before the run (what exit waits for) */
 	assert_true(probe_threads_wait(2 * 1000000));
-	assert_int_equal(count_threads(), threads_before);
+	assert_int_equal(settled_threads(threads_before), threads_before);
 	free(res);
 }
 
