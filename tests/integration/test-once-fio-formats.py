@@ -179,11 +179,36 @@ def clat2csv_header(path, out):
     return lines[0], lines[1:]
 
 
+def wraps(text):
+    """Each percentile block's rows checked against fio's rule: (80 - 7) / (12 + width) to a
+    row, width the digits of the block's largest value (5 at least). The rows themselves follow
+    the figures, which differ between two runs, so shape() joins them."""
+    blocks, cur = [], None
+    for line in text.splitlines():
+        if re.match(r"^\s+\w+ percentiles \((nsec|usec|msec)\):$", line):
+            cur = []
+            blocks.append(cur)
+        elif cur is not None and line.startswith("     |"):
+            cur.append(re.findall(r"th=\[\s*([0-9]+)\]", line))
+        else:
+            cur = None
+    for rows in blocks:
+        width = max(5, max(len(v) for r in rows for v in r))
+        per = 73 // (12 + width)
+        assert all(len(r) == per for r in rows[:-1]) and 0 < len(rows[-1]) <= per, (width, per, rows)
+    return len(blocks)
+
+
 def shape(text):
-    """The lines of a normal report without their figures, from the job block on."""
+    """The lines of a normal report without their figures, from the job block on; a percentile
+    block's rows joined into one (wraps() checks the rows)."""
     out = []
     started = False
     for line in text.splitlines():
+        if started and line.startswith("     |") and out and out[-1].startswith(("|", " |")):
+            line = re.sub(r"[0-9][0-9.]*", "#", line)
+            out[-1] = out[-1].rstrip(",") + ", " + re.sub(r" +", " ", re.sub(r"([=\[]) +", r"\1", line)).strip(" |")
+            continue
         if re.match(r"^\S+: \(groupid=", line):
             started = True
             line = re.sub(r"pid=.*$", "", line)
@@ -234,6 +259,8 @@ def main():
 
         fio_n = run(["fio", "--output-format=normal", job])
         iopsd_n = run([t.IOPSD, "--once", "--config", job])  # normal: fio's default
+        nf, ni = wraps(fio_n), wraps(iopsd_n)
+        assert nf == ni and ni > 0, f"percentile blocks: fio {nf}, iopsd {ni}"
         sf, si = shape(fio_n), shape(iopsd_n)
         assert sf == si, "normal layout differs:\n" + "\n".join(
             f" fio:   {a}\n iopsd: {b}" for a, b in zip(sf, si) if a != b)
