@@ -295,6 +295,7 @@ static bool run_all(const struct config *cfg, const struct once_output *o, FILE 
 	_cleanup_free_ struct fio_disk *d = NULL;
 	bool is_all_ok = true;
 	unsigned groupid = 0;
+	uint64_t io_end = 0;
 	size_t n_disks;
 
 	if (o->formats & ONCE_OUTPUT_NORMAL) {
@@ -305,7 +306,11 @@ static bool run_all(const struct config *cfg, const struct once_output *o, FILE 
 		end = group_end(cfg, first);
 		is_all_ok &= run_group(cfg, first, end, groupid, o->sysfs, res);
 	}
-	n_disks = once_disks_finish(disks, cfg, &d);
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		io_end = res[i].end_monotonic_usec > io_end ? res[i].end_monotonic_usec : io_end;
+	}
+	/* as fio's: the disks up to the I/O's end, not the threads' teardown */
+	n_disks = once_disks_finish(disks, cfg, io_end, &d);
 	if (write_report(cfg, res, d, n_disks, start, o, out) < 0) {
 		log_error("Failed to write the results.");
 		return false;

@@ -52,11 +52,12 @@ struct probe_result {
 	int error;	   /* first -errno, 0 when none */
 	char message[256]; /* human explanation of `error`, "" when none */
 	uint64_t start_realtime_usec;
-	uint64_t runtime_usec; /* measured wall time of the I/O phase */
-	uint64_t layout_usec;  /* time spent laying out the probe file, 0 if reused */
-	dev_t directory_dev;   /* the filesystem DIRECTORY was on, 0 when not opened */
-	dev_t target_dev;      /* where the target is: its filesystem (st_dev), or the raw
-				* device (st_rdev); 0 when not opened */
+	uint64_t runtime_usec;	     /* measured wall time of the I/O phase */
+	uint64_t end_monotonic_usec; /* CLOCK_MONOTONIC at its last completion, 0 if it never started */
+	uint64_t layout_usec;	     /* time spent laying out the probe file, 0 if reused */
+	dev_t directory_dev;	     /* the filesystem DIRECTORY was on, 0 when not opened */
+	dev_t target_dev;	     /* where the target is: its filesystem (st_dev), or the raw
+				      * device (st_rdev); 0 when not opened */
 	struct probe_op_result op[_PROBE_OP_MAX];
 	struct fiostat_job fio; /* depths, latency buckets, CPU: the jobs' sum */
 	struct steady ss;	/* ss=: the window and whether it was attained */

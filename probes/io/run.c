@@ -389,6 +389,7 @@ static void run_finish(struct run *r, struct probe_result *res, uint64_t end_ns)
 	if (measured > 0 && end_ns > measured) {
 		res->runtime_usec = (end_ns - measured) / NSEC_PER_USEC;
 	}
+	res->end_monotonic_usec = r->start_ns ? end_ns / NSEC_PER_USEC : 0;
 	secs = (double)(end_ns > measured ? end_ns - measured : 1) / (double)NSEC_PER_SEC;
 	for (size_t op = 0; op < _PROBE_OP_MAX; op++) {
 		res->op[op].iops = r->start_ns ? (double)res->op[op].ops / secs : 0;

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "once.h"
+#include "once_disks.h"
 
 static json_t *run_once(const char *conf, int *ret_status)
 {
@@ -70,10 +71,29 @@ static void test_once_prints_one_document_and_fails_on_any_failure(void **state)
 	json_decref(doc);
 }
 
+/* The disk stats' window ends where fio's does: at the last 250-ms tick
+ * taken by the I/O's end, never at a tick of the teardown after it. */
+static void test_once_disks_window_ends_at_the_last_tick_of_the_io(void **state)
+{
+	/* a ring, oldest not first: ticks at 10.00 .. 10.75 s */
+	const uint64_t ticks[] = {10500000, 10750000, 10000000, 10250000};
+
+	(void)state;
+	assert_int_equal(once_disks_pick(ticks, 4, 10600000), 0);
+	assert_int_equal(once_disks_pick(ticks, 4, 10500000), 0); /* a tick at the end itself */
+	assert_int_equal(once_disks_pick(ticks, 4, 20000000), 1); /* all ticks in the I/O */
+	assert_int_equal(once_disks_pick(ticks, 4, 10100000), 2);
+	/* ended before any tick kept, or never started: the caller samples now */
+	assert_int_equal(once_disks_pick(ticks, 4, 9000000), SIZE_MAX);
+	assert_int_equal(once_disks_pick(ticks, 4, 0), SIZE_MAX);
+	assert_int_equal(once_disks_pick(ticks, 0, 10600000), SIZE_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_once_prints_one_document_and_fails_on_any_failure),
+	    cmocka_unit_test(test_once_disks_window_ends_at_the_last_tick_of_the_io),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
