@@ -1,4 +1,4 @@
-/* The HTTP server: libmicrohttpd on its own epoll threads serving
+/* The HTTP server: libmicrohttpd on its own poll threads serving
  * pre-rendered snapshots (/metrics), JSON (/api/v1/...), /healthz and /,
  * with connection limits, a header deadline against slowloris, and TLS and
  * basic auth from --web.config.file. It serves on sockets it is given
@@ -19,7 +19,7 @@
 #include "render_prom.h"
 
 #define HTTP_MAX_LISTEN NETADDR_LIST_MAX
-/* libmicrohttpd worker threads (each with its own epoll) on hosts with two
+/* libmicrohttpd worker threads (each polling its own connections) on hosts with two
  * or more CPUs. max_connections is shared out among them. */
 #define HTTP_THREADS 2u
 /* Niceness of the server threads, relative to the probe threads' 0. */

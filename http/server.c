@@ -263,8 +263,13 @@ static unsigned http_threads(void)
 static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 {
 	/* ITC: the threads are woken to stop through a pipe, which
-	 * MHD_quiesce_daemon() needs (see http_server_free()) */
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	 * MHD_quiesce_daemon() needs (see http_server_free()). poll(), not
+	 * epoll: with a thread pool on epoll, libmicrohttpd 0.9.75 aborts
+	 * ("Failed to remove listen FD from epoll set") when a worker takes
+	 * the listening socket out of its epoll set while MHD_quiesce_daemon()
+	 * (each reload, and the stop) does the same; on poll a quiesce only
+	 * wakes the workers. A few hundred connections at most: poll's cost. */
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	unsigned timeout_sec = (unsigned)((h->timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
 	struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
 	const struct web_config *wc = h->daemons_web;
@@ -337,8 +342,8 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	if (errlen > 0) {
 		err[0] = '\0';
 	}
-	if (!MHD_is_feature_supported(MHD_FEATURE_EPOLL)) {
-		return errstr_set(err, errlen, -EOPNOTSUPP, "libmicrohttpd was built without epoll support.");
+	if (!MHD_is_feature_supported(MHD_FEATURE_POLL)) {
+		return errstr_set(err, errlen, -EOPNOTSUPP, "libmicrohttpd was built without poll support.");
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
