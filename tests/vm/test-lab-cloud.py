@@ -199,9 +199,17 @@ class Cloud:
                 check("unit", f"{n}: iopsd_device_ceiling_limit_ratio", clr and within(clr[-1], 1.0, 0.02),
                       fmt(clr[-1] if clr else None, ".4f"), "1.00 +- 0.02", lab_limit=short, detection=True)
                 q_units = bps2 / UNIT if bps2 else None
+                # QEMU's count over these seconds is the reference: when it
+                # is off the cap it held just before (a host-side reading
+                # late, the TCG guest's clock behind the host's), the check
+                # judges the lab, not iopsd (seen once: QEMU 942.8 units/s
+                # over 11 s right after 999.9 over 15 s, iopsd 999.9)
+                short2 = short or (None if within(ios2, C / 4, 0.02) else (
+                    f"QEMU's count over these {t2 - t1:.0f} s is {fmt(ios2)} I/O/s, off the cap of {C // 4} it "
+                    f"held just before"))
                 check("unit", f"{n}: provider IOPS (mean over {t2 - t1:.0f} s) vs QEMU's units",
                       within(median(prov), q_units or 0, 0.02), f"iopsd {fmt(median(prov))}, QEMU {fmt(q_units)}",
-                      "within 2%", lab_limit=short)
+                      "within 2%", lab_limit=short2)
                 self.no_alert("unit", "IopsdDeviceLimitNotDelivered", d, t0)
             self.fio.stop(n)
         d = self.disk["unit"]
