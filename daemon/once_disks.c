@@ -41,17 +41,14 @@ struct once_disks {
 static void *ticker_main(void *arg)
 {
 	struct once_disks *d = arg;
-	struct timespec ts;
+	/* on a fixed schedule: a slow sample does not push the next ones back */
+	uint64_t next = now_usec(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		struct sampler_snapshot *s = NULL;
-		uint64_t next = (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC +
-				ONCE_DISKS_TICK_USEC;
+		struct timespec ts = timespec_from_usec(next += ONCE_DISKS_TICK_USEC);
 
-		ts.tv_sec = (time_t)(next / USEC_PER_SEC);
-		ts.tv_nsec = (long)(next % USEC_PER_SEC * NSEC_PER_USEC);
 		while (!d->is_stopping && pthread_cond_timedwait(&d->cond, &d->lock, &ts) != ETIMEDOUT) {
 		}
 		if (d->is_stopping) {
