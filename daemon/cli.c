@@ -123,6 +123,18 @@ static enum cli_action bad_format(const char *value)
 	return CLI_EXIT_USAGE;
 }
 
+/* getopt_long()'s '?': a flag it does not know, or one whose argument is
+ * missing or unexpected. */
+static enum cli_action bad_option(char **argv)
+{
+	if (optopt) {
+		log_error("%s: missing or unexpected argument", argv[optind - 1]);
+	} else {
+		log_error("%s: unknown flag; see --help", argv[optind - 1]);
+	}
+	return CLI_EXIT_USAGE;
+}
+
 /* Check and store one option of getopt_long(); CLI_RUN to go on, anything
  * else ends the parse (help or version printed, or a usage error). */
 static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
@@ -175,12 +187,7 @@ static enum cli_action parse_option(int c, char **argv, struct cli_args *a)
 		help();
 		return CLI_EXIT_OK;
 	case '?':
-		if (optopt) {
-			log_error("%s: missing or unexpected argument", argv[optind - 1]);
-		} else {
-			log_error("%s: unknown flag; see --help", argv[optind - 1]);
-		}
-		return CLI_EXIT_USAGE;
+		return bad_option(argv);
 	default:
 		return CLI_EXIT_USAGE;
 	}

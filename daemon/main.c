@@ -29,20 +29,44 @@ static int load_failure_status(int r)
 	}
 }
 
+/* A daemon of a few threads that mostly sleep: one malloc arena, not
+ * one per thread each keeping its own freed memory; and blocks from
+ * 32 KiB up (probe results, snapshots, rendered bodies) mapped and
+ * unmapped, not left in the heap once used. Fixed values: glibc's
+ * adaptive threshold would rise to the largest block ever freed. */
+static void tune_malloc(void)
+{
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024);
+}
+
+/* --check-config: check the loaded configuration, print its summary and
+ * the device limits, free it; the exit status. */
+static int check_config(struct config *cfg)
+{
+	char summary[512], engines[320];
+	int r;
+
+	if (daemon_check_start(cfg) < 0) {
+		config_free(cfg);
+		return EX_CONFIG;
+	}
+	config_summary(cfg, summary, sizeof(summary));
+	daemon_check_engines(cfg, engines, sizeof(engines));
+	printf("%s; %s\n", summary, engines);
+	r = daemon_check_device_limits(cfg, args.sysfs, stdout);
+	config_free(cfg);
+	return r < 0 ? EX_CONFIG : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	struct config *cfg = NULL;
 	struct daemon *d = NULL;
 	int r;
 
-	/* A daemon of a few threads that mostly sleep: one malloc arena, not
-	 * one per thread each keeping its own freed memory; and blocks from
-	 * 32 KiB up (probe results, snapshots, rendered bodies) mapped and
-	 * unmapped, not left in the heap once used. Fixed values: glibc's
-	 * adaptive threshold would rise to the largest block ever freed. */
-	mallopt(M_ARENA_MAX, 1);
-	mallopt(M_MMAP_THRESHOLD, 32 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 64 * 1024);
+	tune_malloc();
 	log_open();
 	switch (cli_parse(argc, argv, &args)) {
 	case CLI_EXIT_OK:
@@ -61,18 +85,7 @@ int main(int argc, char **argv)
 		return load_failure_status(r);
 	}
 	if (args.check_config) {
-		char summary[512], engines[320];
-
-		if (daemon_check_start(cfg) < 0) {
-			config_free(cfg);
-			return EX_CONFIG;
-		}
-		config_summary(cfg, summary, sizeof(summary));
-		daemon_check_engines(cfg, engines, sizeof(engines));
-		printf("%s; %s\n", summary, engines);
-		r = daemon_check_device_limits(cfg, args.sysfs, stdout);
-		config_free(cfg);
-		return r < 0 ? EX_CONFIG : EXIT_SUCCESS;
+		return check_config(cfg);
 	}
 
 	if (args.once) {

@@ -215,35 +215,40 @@ static int parse_tls_version(struct parser *p, const yaml_node_t *n, const char 
 	return fail(p, n, "%s: '%s' is not one of TLS10, TLS11, TLS12, TLS13", key, v);
 }
 
-static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
+/* cert_file/key_file name PEM files; cert/key hold the PEM inline */
+static int on_tls_pem_key(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
 {
 	struct web_config *wc = p->wc;
+	char **dst = key[0] == 'c' ? &wc->cert_pem : &wc->key_pem;
 	const char *s = NULL;
-	bool b;
 	int r;
 
-	/* cert_file/key_file name PEM files; cert/key hold the PEM inline */
-	if (strcmp(key, "cert_file") == 0 || strcmp(key, "key_file") == 0 || strcmp(key, "cert") == 0 ||
-	    strcmp(key, "key") == 0) {
-		char **dst = key[0] == 'c' ? &wc->cert_pem : &wc->key_pem;
-
-		r = get_string(p, v, key, &s);
-		if (r < 0) {
-			return r;
-		}
-		if (*dst) {
-			return fail(p, k, "%s: the %s is given twice", key,
-				    key[0] == 'c' ? "certificate" : "key");
-		}
-		if (!s[0]) {
-			return 0;
-		}
-		if (strchr(key, '_')) {
-			return read_pem(p, v, key, s, dst);
-		}
-		*dst = strdup(s);
-		return *dst ? 0 : -ENOMEM;
+	r = get_string(p, v, key, &s);
+	if (r < 0) {
+		return r;
 	}
+	if (*dst) {
+		return fail(p, k, "%s: the %s is given twice", key, key[0] == 'c' ? "certificate" : "key");
+	}
+	if (!s[0]) {
+		return 0;
+	}
+	if (strchr(key, '_')) {
+		return read_pem(p, v, key, s, dst);
+	}
+	*dst = strdup(s);
+	return *dst ? 0 : -ENOMEM;
+}
+
+/* The keys of the exporter-toolkit format that iopsd does not implement:
+ * accepted only when they ask for nothing (client_auth_type NoClientCert
+ * or empty, the others null). */
+static int on_tls_unsupported_key(struct parser *p, const char *key, const yaml_node_t *k,
+				  const yaml_node_t *v)
+{
+	const char *s = NULL;
+	int r;
+
 	if (strcmp(key, "client_auth_type") == 0) {
 		r = get_string(p, v, key, &s);
 		if (r < 0) {
@@ -257,12 +262,24 @@ static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, c
 		}
 		return 0;
 	}
-	if (strcmp(key, "client_ca_file") == 0 || strcmp(key, "client_allowed_sans") == 0 ||
-	    strcmp(key, "cipher_suites") == 0 || strcmp(key, "curve_preferences") == 0) {
-		if (is_null(v)) {
-			return 0;
-		}
-		return fail(p, k, "%s is not supported by iopsd", key);
+	if (is_null(v)) {
+		return 0;
+	}
+	return fail(p, k, "%s is not supported by iopsd", key);
+}
+
+static int on_tls_key(struct parser *p, const char *key, const yaml_node_t *k, const yaml_node_t *v)
+{
+	bool b;
+
+	if (strcmp(key, "cert_file") == 0 || strcmp(key, "key_file") == 0 || strcmp(key, "cert") == 0 ||
+	    strcmp(key, "key") == 0) {
+		return on_tls_pem_key(p, key, k, v);
+	}
+	if (strcmp(key, "client_auth_type") == 0 || strcmp(key, "client_ca_file") == 0 ||
+	    strcmp(key, "client_allowed_sans") == 0 || strcmp(key, "cipher_suites") == 0 ||
+	    strcmp(key, "curve_preferences") == 0) {
+		return on_tls_unsupported_key(p, key, k, v);
 	}
 	if (strcmp(key, "min_version") == 0) {
 		return parse_tls_version(p, v, key, &p->min_tls);

@@ -126,6 +126,19 @@ static unsigned queueing_values(const struct ceiling_state *st, const struct cei
 	return n;
 }
 
+/* The sample that may make up for the i-th most recent (i > 0) when that one
+ * fell short (is_made_up()): the next one, or the one after it when the next
+ * has no queue. */
+static unsigned made_up_partner(const struct ceiling_state *st, const struct ceiling_params *p, unsigned i)
+{
+	unsigned j = i - 1;
+
+	if (!is_queueing(p, recent(st, j)) && j > 0) {
+		j--; /* neither for nor against (find_plateau()) */
+	}
+	return j;
+}
+
 /* The plateau test over the last p->window samples. A token bucket holds
  * every second in which requests wait at the same level, to within an I/O
  * or two (a second now and then falls short when the machine is busy); a
@@ -168,10 +181,7 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 		unsigned j = i;
 
 		if (!in && i > 0) {
-			j = i - 1;
-			if (!is_queueing(p, recent(st, j)) && j > 0) {
-				j--; /* neither for nor against (above) */
-			}
+			j = made_up_partner(st, p, i);
 			if (n_made_up < p->max_made_up &&
 			    is_made_up(p, res, s, recent(st, j), median, band)) {
 				n_made_up++;

@@ -476,6 +476,38 @@ int probefile_remove_strays(int dfd, probefile_keep_fn keep, void *userdata)
 	return n;
 }
 
+/* The probe file's name, NAME.dat, and the temporary_name() it is laid
+ * out under. */
+static int file_names(const char *name, char **ret_fname, char **ret_tmpname)
+{
+	_cleanup_free_ char *fname = NULL;
+
+	if (asprintf(&fname, "%s.dat", name) < 0) {
+		fname = NULL;
+		return -ENOMEM;
+	}
+	*ret_tmpname = temporary_name(name);
+	if (!*ret_tmpname) {
+		return -ENOMEM;
+	}
+	*ret_fname = TAKE_PTR(fname);
+	return 0;
+}
+
+/* Replace the freshly laid out file *fd by the same file opened read-only,
+ * for a probe that does not write. */
+static int reopen_read_only(int idfd, const char *fname, int *fd)
+{
+	int rofd = openat(idfd, fname, O_RDONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+	if (rofd < 0) {
+		return -errno;
+	}
+	close(*fd);
+	*fd = rofd;
+	return 0;
+}
+
 int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t size, bool is_writable,
 		      uint64_t seed, probefile_stop_fn stop, void *userdata, char *msg, size_t msg_len,
 		      struct probefile *ret)
@@ -490,13 +522,9 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		errstr_set(msg, msg_len, 0, "invalid probe file size %" PRIu64, size);
 		return -EINVAL;
 	}
-	if (asprintf(&fname, "%s.dat", name) < 0) {
-		fname = NULL;
-		return -ENOMEM;
-	}
-	tmpname = temporary_name(name);
-	if (!tmpname) {
-		return -ENOMEM;
+	r = file_names(name, &fname, &tmpname);
+	if (r < 0) {
+		return r;
 	}
 	idfd = open_state_dir(dfd, directory, &created, msg, msg_len);
 	if (idfd < 0) {
@@ -524,13 +552,10 @@ int probefile_open_at(int dfd, const char *directory, const char *name, uint64_t
 		return r;
 	}
 	if (!is_writable) {
-		int rofd = openat(idfd, fname, O_RDONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-
-		if (rofd < 0) {
-			return -errno;
+		r = reopen_read_only(idfd, fname, &fd);
+		if (r < 0) {
+			return r;
 		}
-		close(fd);
-		fd = rofd;
 	}
 	*ret = (struct probefile){
 	    .fd = TAKE_FD(fd), .size = size, .layout_usec = now_usec(CLOCK_MONOTONIC) - t0};

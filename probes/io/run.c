@@ -547,6 +547,20 @@ static int run_copy_keep(struct run *r, const struct probe_options *o)
 	return 0;
 }
 
+/* The target the run reports: the device or file given, else its probe
+ * file(s) in the directory. */
+static void run_format_target(struct run *r)
+{
+	if (r->filename) {
+		snprintf(r->target, sizeof(r->target), "%s", r->filename);
+	} else if (r->n_fds > 1) {
+		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.{0..%u}.dat", r->directory,
+			 r->name, r->n_fds - 1);
+	} else {
+		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.dat", r->directory, r->name);
+	}
+}
+
 int run_new(const struct probe_config *pc, const struct probe_options *o, struct run **ret)
 {
 	struct run *r;
@@ -580,14 +594,7 @@ int run_new(const struct probe_config *pc, const struct probe_options *o, struct
 	for (unsigned i = 0; i < r->n_fds; i++) {
 		r->fds[i] = -1;
 	}
-	if (r->filename) {
-		snprintf(r->target, sizeof(r->target), "%s", r->filename);
-	} else if (r->n_fds > 1) {
-		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.{0..%u}.dat", r->directory,
-			 r->name, r->n_fds - 1);
-	} else {
-		snprintf(r->target, sizeof(r->target), "%s/" PROBEFILE_DIR "/%s.dat", r->directory, r->name);
-	}
+	run_format_target(r);
 	run_copy_keys(r, pc, o);
 	r->seed = o && o->seed ? o->seed : 0;
 	r->own_flow =

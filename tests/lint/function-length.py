@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""List C functions longer than a limit (default 60 lines, from the line
-after the opening brace to the line before the closing one), and production
+"""List C functions longer than a limit (default 60 lines, counted as a
+reader counts them: from the first line of the signature to the closing
+brace, both included), and production
 .c files longer than a file limit (default 900 lines), for the folders given
 (default: every layer, daemon/ included). Exit 1 when any is found.
 
@@ -19,7 +20,8 @@ NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 def functions(path):
-    """(name, first body line, body length) of each function in `path`."""
+    """(name, first line, length) of each function in `path`: from the
+    signature's first line to the closing brace, both included."""
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
     out = []
@@ -35,7 +37,7 @@ def functions(path):
             while end < len(lines) and lines[end] != "}":
                 end += 1
             if m:
-                out.append((m.group(1), i + 2, end - i - 1))
+                out.append((m.group(1), j + 1, end - j + 1))
             i = end
         i += 1
     return out
