@@ -14,7 +14,7 @@ tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples pyth
        prometheus-alertmanager victoria-metrics
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 python3-yaml wrk ioping strace
        chromium fonts-liberation fonts-dejavu-core fonts-noto-core fonts-noto-mono fontconfig valgrind openssl
-       mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3)
+       mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3 stress-ng)
 package=(build-essential debhelper dpkg-dev)
 
 mode=${1:-}

@@ -3,9 +3,10 @@
 tarball: `mmdebstrap --variant=apt bookworm` (none of the build or test
 dependencies), the host's apt configuration so that apt-get inside reaches
 the same mirrors, the tree without .git or build directories, and /proc,
-/dev and /sys mounted. Used by tests/fresh/run-in-chroot.sh and by
-tests/integration/test-quickstart-chroot.py; every process and mount it makes
-is cleaned up by id.
+/dev and /sys mounted (or a release tarball unpacked instead of the copy:
+--tarball). Used by tests/fresh/run-in-chroot.sh and by the lab's fresh
+test (tests/fresh/test-fresh.py); every process and mount it makes is
+cleaned up by id.
 
 What is copied: in a git checkout, the files git tracks, as they are in the
 working tree (uncommitted edits included, untracked files left out, as in a
@@ -77,18 +78,19 @@ def is_build_dir(path):
         os.path.exists(os.path.join(path, "build.ninja"))
 
 
-def source_files(src):
-    """The relative paths to copy (see the module's docstring)."""
-    if is_git_checkout(src):
-        out = subprocess.run(["git", "-C", src, "ls-files", "-z"], check=True,
-                             stdout=subprocess.PIPE).stdout.decode()
-        return [p for p in out.split("\0") if p and os.path.lexists(os.path.join(src, p))]
+def walked_files(src):
+    """Every path to copy in a tree that is not a git checkout, symlinks as
+    symlinks: os.walk lists a symlink to a directory among the directories
+    (and does not descend into it), so it is taken from there as a file."""
     files = []
     for dirpath, dirnames, filenames in os.walk(src):
         rel = os.path.relpath(dirpath, src)
         keep = []
         for d in dirnames:
             full = os.path.join(dirpath, d)
+            if os.path.islink(full):
+                files.append(os.path.normpath(os.path.join(rel, d)))
+                continue
             top = rel == "."
             if d in (".git", "__pycache__", "node_modules") or is_build_dir(full) or \
                     (top and (d.startswith("build") or d.startswith("obj-") or d == "artifacts")):
@@ -99,11 +101,20 @@ def source_files(src):
     return files
 
 
+def source_files(src):
+    """The relative paths to copy (see the module's docstring)."""
+    if is_git_checkout(src):
+        out = subprocess.run(["git", "-C", src, "ls-files", "-z"], check=True,
+                             stdout=subprocess.PIPE).stdout.decode()
+        return [p for p in out.split("\0") if p and os.path.lexists(os.path.join(src, p))]
+    return walked_files(src)
+
+
 def copy_tree(src, dst):
     """Copy the source tree to dst without .git: what a tarball holds."""
     files = source_files(src)
     os.makedirs(dst, exist_ok=True)
-    pack = subprocess.Popen(["tar", "-C", src, "--null", "-T", "-", "-c", "-f", "-"], stdin=subprocess.PIPE,
+    pack = subprocess.Popen(["tar", "-C", src, "--no-recursion", "--null", "-T", "-", "-c", "-f", "-"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     unpack = subprocess.Popen(["tar", "-x", "-C", dst, "-f", "-"], stdin=pack.stdout)
     pack.stdout.close()
@@ -112,6 +123,16 @@ def copy_tree(src, dst):
     assert pack.wait() == 0 and unpack.wait() == 0, "tar of the source tree failed"
     assert not os.path.exists(os.path.join(dst, ".git")), "the copy has a .git"
     log(f"copied {len(files)} files ({'git ls-files' if is_git_checkout(src) else 'no git checkout'})")
+
+
+def unpack_tarball(tarball, dst):
+    """A release tarball (meson dist's: one top directory) unpacked as dst,
+    as a user would unpack it."""
+    os.makedirs(dst, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", dst, "--strip-components=1", "-f", tarball], check=True)
+    assert not os.path.exists(os.path.join(dst, ".git")), "the tarball has a .git"
+    assert os.path.exists(os.path.join(dst, "tests/run.sh")), f"{tarball} holds no tests/run.sh at its top"
+    log(f"unpacked {os.path.basename(tarball)}")
 
 
 def mounts_under(root):
@@ -147,7 +168,7 @@ class Chroot:
         self.mounted = []
         self.proc = None
 
-    def create(self, src, includes=()):
+    def create(self, src, includes=(), tarball=None):
         t0 = time.monotonic()
         cmd = ["mmdebstrap", "--variant=apt"]
         if includes:
@@ -161,7 +182,10 @@ class Chroot:
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             assert b"install ok installed" not in p.stdout, f"{pkg} is in the fresh chroot already"
         copy_apt_config(self.root)
-        copy_tree(src, self.root + CHECKOUT)
+        if tarball:
+            unpack_tarball(tarball, self.root + CHECKOUT)
+        else:
+            copy_tree(src, self.root + CHECKOUT)
 
     def mount(self):
         bind = "--rbind" if self.recursive else "--bind"
@@ -219,9 +243,9 @@ class Chroot:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_suite(src, short, ci=False):
+def run_suite(src, short, ci=False, tarball=None):
     """CI=true ./tests/run.sh [--short] in a new chroot (with ci, CI's whole
-    entry point, .ci/run: tests/run.sh, then tests/run.sh --lab); its exit
+    entry point, .ci/run: the gate, tests/run.sh); its exit
     status."""
     cmd = [".ci/run"] if ci else ["./tests/run.sh"] + (["--short"] if short else [])
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
@@ -230,7 +254,7 @@ def run_suite(src, short, ci=False):
     chroot = Chroot(recursive=True)
     rc = 1
     try:
-        chroot.create(src)
+        chroot.create(src, tarball=tarball)
         chroot.mount()
         log(f"in the chroot: CI=true {' '.join(cmd)}")
         t1 = time.monotonic()
@@ -250,7 +274,9 @@ def main(argv):
                     help="only the steps that depend on what is installed: install-deps.sh --tests, "
                          "both builds, the unit suites, the package build and test-live-page")
     ap.add_argument("--ci", action="store_true",
-                    help="CI's whole entry point, .ci/run (tests/run.sh, then tests/run.sh --lab)")
+                    help="CI's entry point, .ci/run (the gate, tests/run.sh)")
+    ap.add_argument("--tarball", metavar="FILE",
+                    help="unpack this release tarball (meson dist's) instead of copying --src")
     ap.add_argument("--src", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -260,7 +286,8 @@ def main(argv):
         if not shutil.which(tool):
             print(f"run-in-chroot: {tool} not found: run contrib/install-deps.sh --tests")
             return 1
-    return run_suite(os.path.realpath(args.src), args.short, args.ci)
+    tarball = os.path.realpath(args.tarball) if args.tarball else None
+    return run_suite(os.path.realpath(args.src), args.short, args.ci, tarball)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Run one libFuzzer harness for a bounded number of runs, starting from the
-# committed corpus (read-only: new inputs go to a scratch directory).
+# Run one libFuzzer harness from the committed corpus (read-only: new
+# inputs go to a scratch directory). RUNS 0: every corpus input once and
+# nothing more (a regression test); otherwise that many runs in all.
 set -euo pipefail
 harness=$1 corpus=$2 runs=${3:-20000}
 scratch=$(mktemp -d)
@@ -10,4 +11,7 @@ trap 'rm -rf "$scratch"' EXIT
 if ! "$harness" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=1024 "$scratch" "$corpus"; then
 	echo "run-fuzz: $harness found a failing input (see above)" >&2
 	exit 1
+fi
+if [ "$runs" = 0 ]; then
+	echo "run-fuzz: $(find "$corpus" -type f | wc -l) corpus inputs of $(basename "$corpus"), each run once"
 fi

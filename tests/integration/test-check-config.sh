@@ -147,9 +147,10 @@ if [ -n "$cg" ]; then
 	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$IOPSD" --config "$tmp/reload.conf" \
 		--web.listen-address "127.0.0.1:$port" >"$tmp/reload.log" 2>&1 &
 	pid=$!
+	# about 30 s: a deadline against a hang only, not a judged time
 	wait_log() {
-		for _ in $(seq 100); do grep -q "$1" "$tmp/reload.log" && return 0; sleep 0.1; done
-		echo "FAIL: no '$1' in the log: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1
+		for _ in $(seq 300); do grep -q "$1" "$tmp/reload.log" && return 0; sleep 0.1; done
+		echo "FAIL: no '$1' in the log within 30 s: $(cat "$tmp/reload.log")"; kill "$pid"; exit 1
 	}
 	wait_log "iopsd started"
 	printf '[b]\n[c]\n' >>"$tmp/reload.conf"

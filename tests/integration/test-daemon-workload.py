@@ -3,7 +3,9 @@
 random_distribution=zoned:50/5:50/95 and prioclass=3 on a raw loop device,
 its runs traced at the block layer (block_rq_issue). Half the reads land in
 the first 5% of the region (a probe that ignored the key would put 5% there)
-and every read carries the idle class."""
+and every read carries the idle class. Each run ends after its 600 reads
+(number_ios, with a runtime to spare), so that how many are traced does not
+depend on how much CPU the machine leaves the probe."""
 import os
 import sys
 
@@ -28,12 +30,13 @@ def main():
         d = t.Daemon("[global]\nlisten_address=127.0.0.1:@PORT@\nstate_directory=@TMP@\n"
                      f"[zoned]\nfilename={raw.path}\nrw=randread\nbs=4k\nsize={REGION >> 20}m\n"
                      "random_distribution=zoned:50/5:50/95\nprioclass=3\n"
-                     "rate_iops=1000\nruntime=600ms\ninterval=1s\n")
+                     "rate_iops=1000\nnumber_ios=600\nruntime=2s\ninterval=2s\n")
         d.start()
-        t.wait_until(lambda: runs(d, "zoned") >= 1, 20, what="the probe's first run")
-        first = runs(d, "zoned")
+        t.wait_until(lambda: runs(d, "zoned") >= 1, 60, what="the probe's first run")
         with trace.tracing():
-            t.wait_until(lambda: runs(d, "zoned") >= first + 3, 20, what="three more runs")
+            # counted with the trace on: the last two of the three runs are traced whole
+            first = runs(d, "zoned")
+            t.wait_until(lambda: runs(d, "zoned") >= first + 3, 60, what="three more runs")
         text = d.metrics()
         assert t.metric_value(text, "iopsd_probe_success", {"probe": "zoned"}) == 1, d.read_log()[-2000:]
         reads = [(sector, prio) for rwbs, sector, prio in trace.requests if "R" in rwbs]

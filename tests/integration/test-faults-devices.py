@@ -20,6 +20,9 @@ import iopsdtest as t  # noqa: E402
 LOOP_CTL_ADD = 0x4C80
 LOOP_CTL_REMOVE = 0x4C81
 
+# A run stops after number_ios (40 I/Os at 400 IOPS, 100 ms) but its
+# timeout is 2x runtime, 2 s: a run held up by a loaded machine does not
+# time out (a second failure line, or no success at the end)
 CONFIG = """[global]
 sample_interval=1s
 state_directory=@TMP@
@@ -30,8 +33,9 @@ bs=4k
 filename={raw}
 size=8m
 rate_iops=400
-runtime=100ms
-interval=300ms
+runtime=1s
+number_ios=40
+interval=1s
 """
 
 FIXTURE = os.path.join(t.SRCDIR, "tests", "fixtures", "sampler", "ec2-md-raid0")
@@ -84,7 +88,7 @@ def real_devices():
         d = t.Daemon(CONFIG.format(raw=raw.path))
         d.start()
         p = t.ProbeWatch(d, "raw")
-        p.expect_recovered(timeout=15)
+        p.expect_recovered(timeout=30)
 
         # the raw device detached while probed, then attached again
         m = p.mark()
@@ -106,13 +110,13 @@ def real_devices():
                 f.truncate(16 << 20)
             t.run("losetup", "--direct-io=on", f"/dev/{name}", backing)
             t.run("dd", f"if=/dev/{name}", "of=/dev/null", "bs=4k", "count=2048", "iflag=direct")
-            t.wait_until(lambda: name in devices(d), 10, what=f"{name} in /api/v1/devices")
-            t.wait_until(lambda: (devices(d)[name]["rates"] or {}).get("interval_seconds"), 5,
+            t.wait_until(lambda: name in devices(d), 30, what=f"{name} in /api/v1/devices")
+            t.wait_until(lambda: (devices(d)[name]["rates"] or {}).get("interval_seconds"), 30,
                          what=f"rates of {name}")
             assert_sane_rates(devices(d))
             t.run("losetup", "-d", f"/dev/{name}")
-            t.wait_until(lambda: _remove(ctl, n), 10, what=f"LOOP_CTL_REMOVE {n}")
-            t.wait_until(lambda: name not in devices(d), 10, what=f"{name} gone from /api/v1/devices")
+            t.wait_until(lambda: _remove(ctl, n), 30, what=f"LOOP_CTL_REMOVE {n}")
+            t.wait_until(lambda: name not in devices(d), 30, what=f"{name} gone from /api/v1/devices")
             assert name not in d.metrics(), f"{name} still in /metrics"
             for _ in range(3):
                 assert_sane_rates(devices(d))
@@ -187,14 +191,14 @@ def garbage_diskstats():
                 mixed.append(line)
             rewrite(stats, "\n".join(mixed) + "\n")
             t.wait_until(lambda: (t.metric_value(d.metrics(), "iopsd_diskstats_parse_errors_total") or 0)
-                         > errors0 + k - 1, 5, what="malformed lines counted")
+                         > errors0 + k - 1, 30, what="malformed lines counted")
             now = devices(d)
             assert set(before) <= set(now), f"devices lost to garbage: {set(before) - set(now)}"
             assert_sane_rates(now)
         # a file of nothing but garbage, then binary junk
         rewrite(stats, "\n".join(GARBAGE) + "\n")
         n0 = t.metric_value(d.metrics(), "iopsd_diskstats_parse_errors_total")
-        t.wait_until(lambda: t.metric_value(d.metrics(), "iopsd_diskstats_parse_errors_total") > n0, 5,
+        t.wait_until(lambda: t.metric_value(d.metrics(), "iopsd_diskstats_parse_errors_total") > n0, 30,
                      what="an all-garbage file counted")
         rewrite(stats, bytes(range(256)) * 64)
         status, _, _ = d.get("/metrics")
@@ -203,10 +207,10 @@ def garbage_diskstats():
 
         # clean again: every device back, rates sane, one recovery line
         rewrite(stats, advanced(10))
-        t.wait_until(lambda: set(before) <= set(devices(d)), 5, what="devices back")
-        t.wait_until(lambda: "parses cleanly again" in d.read_log(), 5, what="the recovery line")
+        t.wait_until(lambda: set(before) <= set(devices(d)), 30, what="devices back")
+        t.wait_until(lambda: "parses cleanly again" in d.read_log(), 30, what="the recovery line")
         rewrite(stats, advanced(11))
-        t.wait_until(lambda: all((x["rates"] or {}).get("interval_seconds") for x in devices(d).values()), 5,
+        t.wait_until(lambda: all((x["rates"] or {}).get("interval_seconds") for x in devices(d).values()), 30,
                      what="valid rates after recovery")
         assert_sane_rates(devices(d))
         settled = t.metric_value(d.metrics(), "iopsd_diskstats_parse_errors_total")

@@ -22,8 +22,8 @@ server = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(server)
 
 PROM_CONFIG = """global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
+  scrape_interval: 5s
+  scrape_timeout: 5s
 scrape_configs:
   - job_name: iopsd
     static_configs:
@@ -58,7 +58,7 @@ def api(port, path, **params):
     url = f"http://127.0.0.1:{port}/api/v1/{path}"
     if params:
         url += "?" + urllib.parse.urlencode(params)
-    with urllib.request.urlopen(url, timeout=5) as r:
+    with urllib.request.urlopen(url, timeout=30) as r:
         doc = json.load(r)
     assert doc["status"] == "success", doc
     return doc["data"]
@@ -87,7 +87,7 @@ def main():
             health = {t["labels"]["job"]: (t["health"], t["lastError"]) for t in active}
             return health if all(h == "up" for h, _ in health.values()) and len(health) == 2 else False
         try:
-            health = wait_until(targets_up, 40, 0.5, "both iopsd targets up in Prometheus")
+            health = wait_until(targets_up, 60, 0.5, "both iopsd targets up in Prometheus")
         except AssertionError:
             print(api(prom_port, "targets"))
             raise
@@ -97,7 +97,7 @@ def main():
             def q():
                 res = api(prom_port, "query", query=expr)["result"]
                 return res if res else False
-            return wait_until(q, 15, 0.5, f"{expr} in Prometheus")
+            return wait_until(q, 60, 0.5, f"{expr} in Prometheus")
         for job in ["iopsd", "iopsd-tls"]:
             res = queryable(f'iopsd_device_reads_completed_total{{job="{job}"}}')
             assert all(float(r["value"][1]) >= 0 for r in res)
@@ -108,7 +108,7 @@ def main():
     finally:
         prom.terminate()
         try:
-            prom.wait(10)
+            prom.wait(30)
         except subprocess.TimeoutExpired:
             prom.kill()
         prom_log.close()

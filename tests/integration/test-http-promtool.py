@@ -36,7 +36,7 @@ def main():
         def probe_ran():
             _, _, body = server.request("GET", "/metrics", port=s.port)
             return re.search(r'^iopsd_probe_runs_total\{probe="rr",[^}]*\} [1-9]', body.decode(), re.M)
-        wait_until(probe_ran, 15, 0.2, "the probe to complete a run")
+        wait_until(probe_ran, 30, 0.2, "the probe to complete a run")
 
         _, h, body = server.request("GET", "/metrics", port=s.port)
         text = body.decode()

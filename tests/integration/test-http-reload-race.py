@@ -40,7 +40,7 @@ state_directory=@TMP@
 def client(port, stop, counts):
     while not stop.is_set():
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             for _ in range(20):
                 if stop.is_set():
                     break
@@ -77,13 +77,13 @@ def one_round(i):
             for k in range(RELOADS):
                 # one at a time: SIGHUPs sent before the first is handled merge into one
                 d.signal(signal.SIGHUP)
-                t.wait_until(lambda: d.read_log().count("Reloaded") > k, 10, interval=0.005,
+                t.wait_until(lambda: d.read_log().count("Reloaded") > k, 30, interval=0.005,
                              what=f"reload {k + 1} logged")
-            rc, took = d.stop(timeout=15)
+            rc, took = d.stop(timeout=30)
         finally:
             stop.set()
             for th in threads:
-                th.join(10)
+                th.join(30)
         log = d.read_log()
         assert "Fatal error" not in log and rc == 0, \
             f"round {i}: iopsd exited with {rc} after {RELOADS} reloads under load:\n{log[-1500:]}"

@@ -16,7 +16,8 @@ connection_timeout and max_history_points apply at a reload too: on a
 fixture tree of 500 devices, a history window that max_history_points=
 100000 answers is refused (400, naming the new limit) after a reload to
 1000, and an idle connection that connection_timeout=30s kept is closed
-within 2 s + the 1 s sweep after a reload to 2s."""
+within 2 s + the 1 s sweep after a reload to 2s (a timing check; in the
+gate within 20 s, which still tells it from the old 30 s)."""
 import base64
 import http.client
 import os
@@ -74,7 +75,7 @@ def get(port, user, password, path="/api/v1/status", body=None):
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
     try:
         auth = base64.b64encode(f"{user}:{password}".encode()).decode()
         c.request("GET", path, headers={"Authorization": f"Basic {auth}"})
@@ -98,7 +99,7 @@ def main():
     d.args += ["--web.config.file", web]
     try:
         d.start(wait_http=False)
-        t.wait_until(lambda: _up(d), 15, what="iopsd over TLS")
+        t.wait_until(lambda: _up(d), 30, what="iopsd over TLS")
         assert get(d.port, "bob", "builder") == (200, cert_a)
         assert get(d.port, "alice", "wonder land") == (200, cert_a)
         print("ok: before the reload: alice and bob get 200 with certificate a")
@@ -109,7 +110,7 @@ def main():
             f.write(CONFIG.format(per_ip=2).replace("@TMP@", d.tmp))
         reloads = d.read_log().count("Reloaded")
         d.signal(1)  # SIGHUP
-        t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 10, what="the reload")
+        t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 30, what="the reload")
 
         status, cert = get(d.port, "bob", "builder")
         assert status == 401, f"a user removed from the web config still gets {status} after a reload"
@@ -129,7 +130,7 @@ def main():
         finally:
             for c in held:
                 c.close()
-        t.wait_until(lambda: _up(d), 10, what="connections again once the two are closed")
+        t.wait_until(lambda: _up(d), 30, what="connections again once the two are closed")
         print("ok: max_connections_per_ip=2 from the reload holds for new connections")
         check_failed_reload(d, web, users, cert_b)
         rc, _ = d.stop()
@@ -182,13 +183,17 @@ def check_reloaded_limits():
             f.write(LIMITS_CONFIG.format(timeout=2, points=1000).replace("@TMP@", d.tmp))
         reloads = d.read_log().count("Reloaded")
         d.signal(signal.SIGHUP)
-        t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 10, what="the reload")
+        t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 30, what="the reload")
         status, _, body = d.get("/api/v1/history?window=10s", timeout=30)
         assert status == 400 and b"max_history_points=1000 " in body, \
             f"after a reload to max_history_points=1000: {status} {body[:200]}"
-        lasted = idle_connection_lasts(d.port, 10)
-        assert lasted is not None and lasted <= 2 + 1.5, \
-            f"an idle connection lasted {lasted} s after a reload to connection_timeout=2s"
+        # within 20 s (the old connection_timeout, 30 s, told apart), in the
+        # lab within 2 s + 1.5 s
+        lasted = idle_connection_lasts(d.port, 25)
+        assert lasted is not None and lasted <= 20, \
+            f"an idle connection lasted {lasted} s (None: 25 s or more) after a reload to connection_timeout=2s"
+        t.timing_check(lasted <= 2 + 1.5, f"an idle connection lasted {lasted:.1f} s after a reload to "
+                       f"connection_timeout=2s, <= 3.5 s")
         print(f"ok: after the reload the window is refused ({body[:120].decode()}...), and an idle "
               f"connection is closed after {lasted:.1f} s")
         rc, _ = d.stop()
@@ -224,7 +229,7 @@ def check_failed_reload(d, web, users, cert_b):
         f.write((CONFIG.format(per_ip=16) + PROBE).replace("@TMP@", d.tmp))
     failed, reloads = d.read_log().count("Reload failed"), d.read_log().count("Reloaded")
     d.signal(1)  # SIGHUP
-    t.wait_until(lambda: d.read_log().count("Reload failed") > failed, 10, what="the reload to fail")
+    t.wait_until(lambda: d.read_log().count("Reload failed") > failed, 30, what="the reload to fail")
     time.sleep(2)  # the added probe would have run by now
     log = d.read_log()
     assert log.count("Reloaded") == reloads, "a reload whose web config cannot be loaded says it reloaded"
@@ -236,14 +241,14 @@ def check_failed_reload(d, web, users, cert_b):
     status, cert = get(d.port, "alice", "wonder land")
     assert (status, cert) == (200, cert_b), "the running web config did not stay after a failed reload"
     assert third_connection_refused(d.port), "max_connections_per_ip of the failed reload applies"
-    t.wait_until(lambda: _up(d), 10, what="connections again once the two are closed")
+    t.wait_until(lambda: _up(d), 30, what="connections again once the two are closed")
     print("ok: a reload whose web config cannot be loaded fails whole: the old probes, limits and "
           "web config stay, iopsd_config_last_reload_successful 0")
 
     write_web(web, "b", users)
     d.signal(1)
-    t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 10, what="the good reload")
-    t.wait_until(lambda: t.metric_value(metrics(d), "iopsd_probe_success", {"probe": "added"}) == 1, 10,
+    t.wait_until(lambda: d.read_log().count("Reloaded") > reloads, 30, what="the good reload")
+    t.wait_until(lambda: t.metric_value(metrics(d), "iopsd_probe_success", {"probe": "added"}) == 1, 30,
                  what="the added probe succeeding")
     assert t.metric_value(metrics(d), "iopsd_config_last_reload_successful") == 1
     assert not third_connection_refused(d.port), "max_connections_per_ip=16 of the good reload does not apply"
@@ -255,7 +260,7 @@ def held_connection(port):
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
     c.connect()
     return c
 

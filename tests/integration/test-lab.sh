@@ -60,7 +60,7 @@ fi
 "$LAB" run "${opts[@]}" -- sleep 60 &
 sleeper=$!
 listed() { "$LAB" status "${opts[@]}" | grep -q "procs:.*$sleeper"; }
-for _ in $(seq 50); do listed && break; sleep 0.1; done
+for _ in $(seq 300); do listed && break; sleep 0.1; done  # up to 30 s: a hang guard only
 listed || fail "status does not list the process"
 if "$LAB" down "${opts[@]}" >/dev/null 2>&1; then
 	fail "down went ahead with a process in the cgroup"

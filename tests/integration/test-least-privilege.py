@@ -20,13 +20,17 @@ import iopsdtest as t  # noqa: E402
 NOBODY = 65534
 DISK_GID = None
 
+# A run stops after number_ios (a few ms of I/O) but its timeout is 2x
+# runtime, 2 s: a run held up by a loaded machine does not time out (the
+# exact failure-line counts below would count its line)
 CONFIG = """[global]
 sample_interval=1s
 state_directory={state}
 bs=4k
 size=4m
-runtime=100ms
-interval=300ms
+runtime=1s
+number_ios=40
+interval=1s
 
 [raw]
 rw=randread
@@ -142,9 +146,9 @@ def main():
         assert int(capeff, 16) == 0 and int(capprm, 16) == 0, (capeff, capprm)
 
         raw_p, own, notown, planted = (t.ProbeWatch(d, n) for n in ("raw", "own", "notown", "planted"))
-        raw_p.expect_recovered(timeout=15)      # the disk group reads the raw device
-        own.expect_recovered(timeout=15)        # its own directory
-        t.ProbeWatch(d, "prepared").expect_recovered(timeout=15)  # only .iopsd is its own
+        raw_p.expect_recovered(timeout=60)      # the disk group reads the raw device
+        own.expect_recovered(timeout=60)        # its own directory
+        t.ProbeWatch(d, "prepared").expect_recovered(timeout=60)  # only .iopsd is its own
         assert notown.expect_failing("eacces", mark=0) == 1, d.read_log()
         assert "Permission denied" in notown.last_failure(), notown.last_failure()
         assert planted.expect_failing("eacces", mark=0) == 1, d.read_log()

@@ -6,7 +6,9 @@ same file. Each does the job's own amount of I/O (16 jobs x size/4k x loops:
 no runtime, so the loops end it). On the loop device capped at 2500 read
 IOPS (a cgroup, so that the device and not the CPU of this shared machine
 is what both measure) their IOPS agree within 15%, compared on the median
-of three interleaved runs each. ramp_time is left out of iopsd's figures."""
+of three interleaved runs each (within 35% in the gate: where the CPU is
+scarce it, not the cap, can set the pace). ramp_time is left out of iopsd's
+figures."""
 import json
 import os
 import re
@@ -19,7 +21,8 @@ import iopsdtest as t  # noqa: E402
 
 JOBS, SIZE_MB, BS = 16, 4, 4096
 CAP = 2500
-TOLERANCE = 0.15
+TOLERANCE = 0.15  # the lab's (a timing check)
+GATE_TOLERANCE = 0.35
 
 
 def runbook_job(mnt, loops):
@@ -62,11 +65,15 @@ def check_io_counts(mnt, path):
         assert ios == want, f"fio did {ios} reads with loops={loops}, the job asks {want}"
         ios, _, job = run_iopsd(path)
         assert ios == want, f"iopsd --once did {ios} reads with loops={loops}, the job asks {want}"
+    # a 5 s ramp: counted, it would make the 1 s run measure 6 s or more,
+    # past the 5 s that a loaded machine's 1 s run stays under
     with open(path, "w") as f:
-        f.write(runbook_job(mnt, 1).replace("loops=1", "loops=1\nruntime=1s\ntime_based\nramp_time=500ms"))
+        f.write(runbook_job(mnt, 1).replace("loops=1", "loops=1\nruntime=1s\ntime_based\nramp_time=5s"))
     _, _, job = run_iopsd(path)
-    assert job["job options"]["ramp_time_usec"] == 500000
-    assert 900000 <= job["runtime_usec"] < 1500000, f"the measured time excludes the ramp: {job['runtime_usec']}"
+    assert job["job options"]["ramp_time_usec"] == 5000000
+    assert 900000 <= job["runtime_usec"] < 5000000, f"the measured time excludes the ramp: {job['runtime_usec']}"
+    t.timing_check(job["runtime_usec"] < 1500000,
+                   f"a runtime=1s run after a 5 s ramp measured as {job['runtime_usec']} us (under 1500000)")
 
 
 def compare_iops(mnt, path, throttle):
@@ -82,7 +89,9 @@ def compare_iops(mnt, path, throttle):
     ratio = i_med / f_med
     print(f"randread4k x{JOBS} jobs, size={SIZE_MB}m, read IOPS capped at {CAP}: fio {[round(x) for x in fio_iops]} "
           f"iopsd {[round(x) for x in iopsd_iops]}; median ratio iopsd/fio {ratio:.3f}")
-    assert abs(ratio - 1) <= TOLERANCE, f"iopsd {i_med:.0f} vs fio {f_med:.0f} IOPS: off by {abs(ratio - 1):.0%}"
+    off = f"iopsd {i_med:.0f} vs fio {f_med:.0f} IOPS: off by {abs(ratio - 1):.0%}"
+    assert abs(ratio - 1) <= GATE_TOLERANCE, off
+    t.timing_check(abs(ratio - 1) <= TOLERANCE, f"{off} (at most {TOLERANCE:.0%})")
 
 
 def main():

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -47,25 +48,31 @@ def write_conf(path, dev, extra):
         f.write(f"[p]\nfilename={dev}\nrw=randread\nbs=4k\ntime_based\n{extra}")
 
 
-def watch_threads(dev, conf, seconds=2.5):
+def watch_threads(dev, conf, seconds=60):
     """Run a 3-s probe [p] of two QD1 jobs; every thread's CPUs as seen
-    every 0.1 s: {tid: [set, ...]}, and which threads are the jobs (named
-    p/0 and p/1 by iopsd)."""
+    every 0.1 s until the process exits (`seconds` at most): {tid: [set,
+    ...]}, and which threads are the jobs (named p/0 and p/1 by iopsd)."""
     write_conf(conf, dev, "numjobs=2\niodepth=1\nruntime=3s\n")
-    p = subprocess.Popen([t.IOPSD, "--once", "--output-format=json", "--config", conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        seen, names = {}, {}
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for tid, (name, c) in thread_cpus(p.pid).items():
-                seen.setdefault(tid, []).append(c)
-                names[tid] = name
-            time.sleep(0.1)
-        out, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    # the output in files: a full pipe would keep the process from exiting
+    with tempfile.TemporaryFile() as outf, tempfile.TemporaryFile() as errf:
+        p = subprocess.Popen([t.IOPSD, "--once", "--output-format=json", "--config", conf], stdout=outf, stderr=errf)
+        try:
+            seen, names = {}, {}
+            deadline = time.monotonic() + seconds
+            # until it is reaped, an exited process's /proc/PID/task is there
+            while p.poll() is None and time.monotonic() < deadline:
+                for tid, (name, c) in thread_cpus(p.pid).items():
+                    seen.setdefault(tid, []).append(c)
+                    names[tid] = name
+                time.sleep(0.1)
+            p.wait(30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        outf.seek(0)
+        errf.seek(0)
+        out, err = outf.read().decode(), errf.read().decode(errors="replace")
     assert p.returncode == 0, (p.returncode, err)
     job = json.loads(out)["jobs"][0]
     assert job["success"] and job["read"]["total_ios"] > 0, job
@@ -83,7 +90,12 @@ def test_jobs_stay_on_one_cpu(dev, conf):
         print("ok: one CPU only: every thread has it")
         return
     first = [seen[tid][0] for tid in jobs]
-    assert all(len(c) == 1 for c in first) and first[0] != first[1], f"job threads' CPUs: {seen}"
+    # on a loaded machine a job may be let go (its CPU taken) before the
+    # first look at it: the gate checks the CPUs it does see jobs pinned to
+    t.timing_check(all(len(c) == 1 for c in first) and first[0] != first[1],
+                   f"each job thread first seen on a CPU of its own: {[sorted(c) for c in first]}")
+    pinned = [next((c for c in seen[tid] if len(c) == 1), None) for tid in jobs]
+    assert None in pinned or pinned[0] != pinned[1], f"both job threads pinned to one CPU: {seen}"
     assert first[0] | first[1] <= allowed, (first, allowed)
     assert others and all(c == allowed for h in others for c in h), f"the other threads: {others}, process {allowed}"
     # a job is let go only when its CPU is taken (the next test); on a

@@ -36,7 +36,7 @@ def main():
             f.write("a user's file\n")
         d.start()
         t.wait_until(lambda: all(os.path.exists(os.path.join(state, n))
-                                 for n in ("a.dat", "b.dat", "c.0.dat", "c.1.dat")), 20,
+                                 for n in ("a.dat", "b.dat", "c.0.dat", "c.1.dat")), 30,
                      what="every probe's files")
         with open(os.path.join(state, "notes.txt"), "w") as f:
             f.write("not a probe file\n")
@@ -44,13 +44,13 @@ def main():
             f.write(second.replace("@TMP@", d.tmp))
         n = d.read_log().count("Reloaded")
         d.signal(1)
-        t.wait_until(lambda: d.read_log().count("Reloaded") > n, 10, what="the reload")
-        t.wait_until(lambda: os.path.exists(os.path.join(state, "b2.dat")), 20, what="b2.dat")
+        t.wait_until(lambda: d.read_log().count("Reloaded") > n, 30, what="the reload")
+        t.wait_until(lambda: os.path.exists(os.path.join(state, "b2.dat")), 30, what="b2.dat")
         assert os.path.exists(os.path.join(state, "b.dat")), "a reload removed a probe file"
         rc, _ = d.stop()
         assert rc == 0, rc
         d.start()
-        t.wait_until(lambda: "no longer configured" in d.read_log(), 20, what="the strays removed")
+        t.wait_until(lambda: "no longer configured" in d.read_log(), 30, what="the strays removed")
         left = sorted(os.listdir(state))
         assert "a.dat" in left and "b2.dat" in left and "notes.txt" in left, left
         assert not {"b.dat", "c.0.dat", "c.1.dat"} & set(left), f"strays left: {left}"

@@ -18,7 +18,7 @@ from iopsdtest import IOPSD, free_port, require_tool, wait_until  # noqa: E402
 
 def get_metrics(port):
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         c.request("GET", "/metrics")
         r = c.getresponse()
         return r.status, r.read().decode()
@@ -37,11 +37,11 @@ def restart_keeps_the_socket(cfg):
                                   IOPSD, cfg], pass_fds=(fd,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:
                 got = wait_until(lambda: get_metrics(port) or (p.poll() is not None and ("exited", p.poll())),
-                                 15, 0.1, f"start {run} answering on the kept socket")
+                                 30, 0.1, f"start {run} answering on the kept socket")
                 assert got[0] == 200, (run, got, p.stderr.read().decode() if p.poll() is not None else "")
             finally:
                 p.terminate()
-                rc = p.wait(10)
+                rc = p.wait(30)
             assert rc == 0, (run, rc)
             assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1, \
                 f"iopsd stop {run} left the passed socket not listening"
@@ -60,13 +60,13 @@ def main():
     proc = subprocess.Popen(["systemd-socket-activate", "-l", f"127.0.0.1:{passed_port}",
                              IOPSD, "--config", cfg], stdout=log, stderr=subprocess.STDOUT)
     try:
-        status, body = wait_until(lambda: get_metrics(passed_port), 15, 0.1, "an answer on the activated socket")
+        status, body = wait_until(lambda: get_metrics(passed_port), 30, 0.1, "an answer on the activated socket")
         assert status == 200 and "iopsd_build_info" in body, (status, body[:300])
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", own_port)) != 0, \
                 "iopsd bound its configured address although a socket was passed"
         proc.terminate()
-        assert proc.wait(5) == 0
+        assert proc.wait(30) == 0
         print("ok: served on the passed socket, bound nothing itself")
         restart_keeps_the_socket(cfg)
     finally:
