@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 import iopsdtest as t  # noqa: E402
 from freshchroot import CHECKOUT, SUITE, Chroot, is_git_checkout, log  # noqa: E402
 
+BUILDDIR = os.environ.get("BUILDDIR", os.path.join(t.SRCDIR, "build"))
 README_COMMAND = "./contrib/quickstart.sh"
 README_TEST_COMMAND = "./tests/run.sh"
 START_TIMEOUT = 900  # apt downloads and a build on a loaded 2-core machine
@@ -54,11 +55,11 @@ def release_tarball():
         return None
     with open(os.path.join(t.SRCDIR, "meson.build")) as f:
         version = re.search(r"version: '([^']+)'", f.read()).group(1)
-    p = subprocess.run(["meson", "dist", "-C", t.BUILDDIR, "--formats", "gztar", "--no-tests", "--allow-dirty"],
+    p = subprocess.run(["meson", "dist", "-C", BUILDDIR, "--formats", "gztar", "--no-tests", "--allow-dirty"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = p.stdout.decode(errors="replace")
     assert p.returncode == 0, f"meson dist failed ({p.returncode}):\n{out}"
-    tarball = os.path.join(t.BUILDDIR, "meson-dist", f"iopsd-{version}.tar.gz")
+    tarball = os.path.join(BUILDDIR, "meson-dist", f"iopsd-{version}.tar.gz")
     assert os.path.exists(tarball), f"meson dist made no {tarball}:\n{out}"
     log(f"meson dist: {os.path.basename(tarball)}, {os.path.getsize(tarball) // 1024} KiB")
     return tarball
