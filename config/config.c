@@ -233,9 +233,10 @@ static int config_new_defaults(const char *path, struct config **ret)
 	return 0;
 }
 
-static int load(const char *name, const char *text, struct config_errors *errs, struct config **ret)
+static int load(const char *name, const char *text, const char *job_directory, struct config_errors *errs,
+		struct config **ret)
 {
-	struct parser p = {.file = name, .errs = errs, .text = text};
+	struct parser p = {.file = name, .errs = errs, .text = text, .job_directory = job_directory};
 	struct config *c = NULL;
 	int r;
 
@@ -271,17 +272,29 @@ static int load(const char *name, const char *text, struct config_errors *errs, 
 	return 0;
 }
 
-int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret)
+int config_load_job_string(const char *name, const char *text, const char *job_directory,
+			   struct config_errors *errs, struct config **ret)
 {
 	struct config_errors local = {0};
 	int r;
 
-	r = load(name, text, errs ? errs : &local, ret);
+	r = load(name, text, job_directory, errs ? errs : &local, ret);
 	config_errors_clear(&local);
 	return r;
 }
 
+int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret)
+{
+	return config_load_job_string(name, text, NULL, errs, ret);
+}
+
 int config_load_file(const char *path, struct config_errors *errs, struct config **ret)
+{
+	return config_load_job_file(path, NULL, errs, ret);
+}
+
+int config_load_job_file(const char *path, const char *job_directory, struct config_errors *errs,
+			 struct config **ret)
 {
 	_cleanup_free_ char *text = NULL;
 	_cleanup_fclose_ FILE *f = NULL;
@@ -321,7 +334,7 @@ int config_load_file(const char *path, struct config_errors *errs, struct config
 		return -EINVAL;
 	}
 	text[len] = '\0';
-	return config_load_string(path, text, errs, ret);
+	return config_load_job_string(path, text, job_directory, errs, ret);
 }
 
 int config_load_builtin(struct config **ret)

@@ -181,6 +181,8 @@ struct probe_config {
 	uint64_t interval_usec;	  /* time between run starts */
 	bool ceiling;		  /* ceiling probe: short QD burst when the device is quiet */
 	bool allow_overlap;	  /* may run concurrently with probes on the same device */
+	bool is_scratch;	  /* --once: no target was named, the job runs in the working
+				   * directory and its probe files go when the run ends */
 	struct probe_key_lines lines;
 };
 
@@ -269,6 +271,15 @@ int config_load_file(const char *path, struct config_errors *errs, struct config
 
 /* Same, from text in memory; `name` is used as FILE in messages. */
 int config_load_string(const char *name, const char *text, struct config_errors *errs, struct config **ret);
+
+/* --once: a job file read as fio reads it, in `job_directory` (the
+ * absolute working directory): a job with no directory= or filename= runs
+ * there (is_scratch, with a notice), and a relative directory= or filename=
+ * is taken from there. The daemon's loads above refuse both. */
+int config_load_job_file(const char *path, const char *job_directory, struct config_errors *errs,
+			 struct config **ret);
+int config_load_job_string(const char *name, const char *text, const char *job_directory,
+			   struct config_errors *errs, struct config **ret);
 
 /* What a probe's files cost in memory (a descriptor per file, a read and a
  * write position per file per job): counted against max_probe_memory. */

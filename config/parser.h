@@ -30,6 +30,7 @@ struct parser {
 	const char *file;
 	struct config_errors *errs;
 	struct config *cfg;
+	const char *job_directory; /* --once's working directory; NULL: the daemon's load */
 
 	/* reader state */
 	const char *text;

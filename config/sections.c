@@ -75,8 +75,28 @@ static bool resolve_filename(struct parser *p, struct probe_config *pc)
 	probe_file_names(pc, names, sizeof(names));
 	config_add_notice(p->cfg, line,
 			  "[%s]: filename=%s is not a block device; iopsd writes only files of its own, so "
-			  "the probe uses %s, on the same filesystem",
-			  pc->name, given, names);
+			  "the probe uses %s, on the same filesystem%s",
+			  pc->name, given, names, pc->is_scratch ? ", and removes it at the end" : "");
+	return true;
+}
+
+/* --once, a job with no target: fio runs it in the working directory, and
+ * so does iopsd, in a probe file of its own that the run removes. */
+static bool target_working_directory(struct parser *p, struct probe_config *pc)
+{
+	char names[1024];
+
+	pc->directory = strdup(p->job_directory);
+	if (!pc->directory) {
+		parser_error(p, pc->line, "out of memory");
+		return false;
+	}
+	pc->is_scratch = true;
+	probe_file_names(pc, names, sizeof(names));
+	config_add_notice(p->cfg, pc->line,
+			  "[%s]: no directory= or filename=: --once runs the job in the working directory, "
+			  "as fio does; iopsd writes only %s there and removes it at the end",
+			  pc->name, names);
 	return true;
 }
 
@@ -85,6 +105,20 @@ static bool resolve_filename(struct parser *p, struct probe_config *pc)
 static bool finish_target(struct parser *p, struct probe_config *pc, unsigned seen)
 {
 	bool from_filename = false;
+
+	if (p->job_directory && !pc->directory && !pc->filename) {
+		target_working_directory(p, pc);
+		return false;
+	}
+	if (p->job_directory && !pc->directory && pc->filename[0] != '/') {
+		/* a relative filename= is a file in the working directory */
+		pc->directory = strdup(p->job_directory);
+		if (!pc->directory) {
+			parser_error(p, pc->line, "out of memory");
+			return false;
+		}
+		pc->is_scratch = true;
+	}
 
 	if ((seen & CONFIG_SEEN_DIRECTORY) && (seen & CONFIG_SEEN_FILENAME) && pc->filename &&
 	    pc->filename[0] == '/') {

@@ -218,14 +218,33 @@ static bool fio_ok(struct parser *p, int r, const char *err)
 	return true;
 }
 
+/* --once: a relative directory= is in the working directory, as in fio. */
+static int set_job_directory(struct parser *p, struct probe_config *pc, const char *value)
+{
+	char *joined;
+
+	while (value[0] == '.' && value[1] == '/') {
+		value += 2;
+	}
+	if (value[0] == '\0' || strcmp(value, ".") == 0) {
+		return set_string(&pc->directory, p->job_directory);
+	}
+	if (asprintf(&joined, "%s/%s", p->job_directory, value) < 0) {
+		return -ENOMEM;
+	}
+	free(pc->directory);
+	pc->directory = joined;
+	return 0;
+}
+
 static bool set_directory(struct parser *p, struct probe_config *pc, const char *value)
 {
-	if (value[0] != '/') {
+	if (value[0] != '/' && !p->job_directory) {
 		parser_error(p, p->line, "invalid value '%s' for directory: expected an absolute path",
 			     value);
 		return false;
 	}
-	if (set_string(&pc->directory, value) < 0) {
+	if ((value[0] == '/' ? set_string(&pc->directory, value) : set_job_directory(p, pc, value)) < 0) {
 		return false;
 	}
 	if (p->kind == SECTION_PROBE && !(p->explicit_seen & CONFIG_SEEN_FILENAME) && pc->filename &&

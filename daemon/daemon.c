@@ -143,9 +143,41 @@ static void print_config_notices(const struct config *cfg)
 	}
 }
 
+/* The configuration file at `path`, read as --once reads a job file (in
+ * the working directory) or as the daemon does; errors are logged. */
+static int load_config_file(const char *path, bool is_once, struct config **ret)
+{
+	_cleanup_free_ char *cwd = NULL;
+	struct config_errors errs = {0};
+	int r;
+
+	if (is_once) {
+		cwd = getcwd(NULL, 0);
+		if (!cwd) {
+			return log_error_errno(-errno, "Cannot get the working directory: %m");
+		}
+	}
+	r = config_load_job_file(path, cwd, &errs, ret);
+	if (r == -EINVAL) {
+		print_config_errors(&errs);
+		config_errors_clear(&errs);
+		return -EINVAL;
+	}
+	if (r == -EFBIG) {
+		/* readable, but no configuration of ours is that long */
+		log_error_errno(r, "%s: cannot read configuration: %m", path);
+		return -EINVAL;
+	}
+	if (r < 0) {
+		/* the errno goes on to main(): a file we cannot read is
+		 * EX_NOINPUT, not a configuration error */
+		return log_error_errno(r, "%s: cannot read configuration: %m", path);
+	}
+	return 0;
+}
+
 int daemon_load_config(const struct cli_args *args, struct config **ret)
 {
-	struct config_errors errs = {0};
 	struct config *cfg = NULL;
 	const char *path = args->config_path;
 	int r;
@@ -154,21 +186,9 @@ int daemon_load_config(const struct cli_args *args, struct config **ret)
 		path = CONFIG_DEFAULT_PATH;
 	}
 	if (path) {
-		r = config_load_file(path, &errs, &cfg);
-		if (r == -EINVAL) {
-			print_config_errors(&errs);
-			config_errors_clear(&errs);
-			return -EINVAL;
-		}
-		if (r == -EFBIG) {
-			/* readable, but no configuration of ours is that long */
-			log_error_errno(r, "%s: cannot read configuration: %m", path);
-			return -EINVAL;
-		}
+		r = load_config_file(path, args->once, &cfg);
 		if (r < 0) {
-			/* the errno goes on to main(): a file we cannot read is
-			 * EX_NOINPUT, not a configuration error */
-			return log_error_errno(r, "%s: cannot read configuration: %m", path);
+			return r;
 		}
 	} else {
 		r = config_load_builtin(&cfg);

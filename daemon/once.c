@@ -5,6 +5,7 @@
 #include "once.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +21,7 @@
 #include "macro.h"
 #include "once_disks.h"
 #include "probe.h"
+#include "probefile.h"
 #include "timeutil.h"
 
 /* A run without runtime ends when its I/O is done, as in fio; the limit only
@@ -286,6 +288,62 @@ static int write_report(const struct config *cfg, const struct probe_result *res
 	return fflush(out) == 0 ? 0 : -errno;
 }
 
+static bool is_not_owned(const char *stem, void *userdata)
+{
+	return !config_probe_owns_file(userdata, stem);
+}
+
+/* Whether each job that runs in the working directory (is_scratch) found
+ * DIR/.iopsd there before the run: the run removes only what it made. */
+static void note_scratch_dirs(const struct config *cfg, bool *had_dir)
+{
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		const struct probe_config *pc = &cfg->probes[i];
+		_cleanup_close_ int dfd = -1;
+
+		if (!pc->is_scratch || !pc->directory) {
+			continue;
+		}
+		dfd = open(pc->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		had_dir[i] = dfd >= 0 && faccessat(dfd, PROBEFILE_DIR, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	}
+}
+
+/* The scratch jobs' probe files, and DIR/.iopsd when the run made it and
+ * nothing else is in it: the working directory is left as it was. */
+static void remove_scratch_files(const struct config *cfg, const bool *had_dir)
+{
+	for (size_t i = 0; i < cfg->n_probes; i++) {
+		const struct probe_config *pc = &cfg->probes[i];
+		_cleanup_close_ int dfd = -1;
+		int r;
+
+		if (!pc->is_scratch || !pc->directory) {
+			continue;
+		}
+		dfd = open(pc->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			log_warning_errno(-errno, "[%s]: cannot remove the probe files in %s: %m", pc->name,
+					  pc->directory);
+			continue;
+		}
+		if (faccessat(dfd, PROBEFILE_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+			continue; /* never made (a directory it could not write to, say) */
+		}
+		r = probefile_remove_strays(dfd, is_not_owned, (void *)pc);
+		if (r < 0) {
+			log_warning_errno(r,
+					  "[%s]: cannot remove the probe files in %s/" PROBEFILE_DIR ": %m",
+					  pc->name, pc->directory);
+		}
+		if (!had_dir[i] && unlinkat(dfd, PROBEFILE_DIR, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+		    errno != ENOTEMPTY) {
+			log_warning_errno(-errno, "[%s]: cannot remove %s/" PROBEFILE_DIR ": %m", pc->name,
+					  pc->directory);
+		}
+	}
+}
+
 /* Every group in turn, the disks sampled around them all. */
 static bool run_all(const struct config *cfg, const struct once_output *o, FILE *out,
 		    struct probe_result *res)
@@ -322,6 +380,8 @@ int once_run(const struct config *cfg, const struct once_output *o, FILE *out)
 {
 	_cleanup_free_ struct probe_result *res = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*res));
 	_cleanup_fclose_ FILE *file = NULL;
+	bool had_dir[CONFIG_MAX_PROBES] = {false};
+	bool is_ok;
 
 	if (!res) {
 		log_error_errno(-ENOMEM, "Out of memory");
@@ -335,5 +395,8 @@ int once_run(const struct config *cfg, const struct once_output *o, FILE *out)
 		}
 		out = file;
 	}
-	return run_all(cfg, o, out, res) ? EXIT_SUCCESS : EXIT_FAILURE;
+	note_scratch_dirs(cfg, had_dir);
+	is_ok = run_all(cfg, o, out, res);
+	remove_scratch_files(cfg, had_dir);
+	return is_ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

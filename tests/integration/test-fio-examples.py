@@ -14,6 +14,7 @@ it was refused for, or as one that loads. Prints the tally: which load,
 which are refused and by which key and class."""
 import collections
 import glob
+import json
 import gzip
 import os
 import re
@@ -28,6 +29,14 @@ EXAMPLES = "/usr/share/doc/fio/examples"
 MUST_LOAD = ["aio-read", "ssd-test", "tiobench-example", "iometer-file-access-server",
              "fixed-rate-submission", "fsx", "numa", "latency-profile"]
 RUNBOOK = os.path.join(t.SRCDIR, "tests", "fixtures", "config", "runbook")
+# The files the daemon refuses as they are, for a job with no target or a
+# relative directory= or filename=, and that `--once` runs unchanged in the
+# working directory, as fio does.
+ONCE_UNCHANGED = ["1mbs_clients", "backwards-read", "dedupe-global", "fio-seq-read", "fixed-rate-submission",
+                  "fsx", "iometer-file-access-server", "poisson-rate-submission", "rand-zones",
+                  "tiobench-example"]
+ONCE_NOTICE = ("no directory= or filename=: --once runs the job in the working directory, as fio does; "
+               "iopsd writes only {dir}/.iopsd/{job}.dat there and removes it at the end")
 # What iopsd refuses by design (iopsd.conf(5), "fio's examples"): every
 # error line of a refused file must match one class. An error of no class
 # fails the test.
@@ -167,6 +176,144 @@ def check_man_page(loaded, refused):
         assert sorted(man_classes[cls]) == found, f"{cls}: iopsd.conf(5) lists {sorted(man_classes[cls])}, the run {found}"
 
 
+def check_config(path, cwd, once=False):
+    argv = [t.IOPSD, "--check-config", "--config", path] + (["--once"] if once else [])
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=cwd)
+
+
+def check_once_unchanged(loaded, work):
+    """Each loading file, unchanged: which ones the daemon refuses (a job
+    with no target, a relative path) and `--check-config --once` loads in
+    the working directory; --check-config writes nothing there."""
+    cwd = os.path.join(work, "cwd")
+    os.mkdir(cwd)
+    found = []
+    for name in loaded:
+        path = os.path.join(work, name + ".orig.fio")
+        src = os.path.join(EXAMPLES, name + ".fio")
+        with open(path, "w") as f:
+            f.write(read_example(src if os.path.exists(src) else src + ".gz"))
+        daemon = check_config(path, cwd)
+        if daemon.returncode == 0:
+            continue
+        assert daemon.returncode == 78, f"{name}: exit {daemon.returncode}: {daemon.stderr[-2000:]}"
+        assert re.search(r"missing target|expected an absolute path|is a relative path", daemon.stderr), \
+            f"{name}: the daemon refuses it for something else: {daemon.stderr[-2000:]}"
+        once = check_config(path, cwd, once=True)
+        assert once.returncode == 0, f"{name}: --once does not load it unchanged: {once.stderr[-2000:]}"
+        found.append(name)
+    assert sorted(found) == sorted(ONCE_UNCHANGED), f"--once loads unchanged {found}, want {ONCE_UNCHANGED}"
+    assert os.listdir(cwd) == [], os.listdir(cwd)
+    return cwd
+
+
+def check_once_run(cwd):
+    """fixed-rate-submission.fio, with no target, run by --once for 2 s in
+    the working directory: its 1000 IOPS, the notice, and the directory left
+    as it was (the probe file and .iopsd removed)."""
+    with open(os.path.join(EXAMPLES, "fixed-rate-submission.fio")) as f:
+        text = f.read() + "\nruntime=2\ntime_based\n"
+    path = os.path.join(os.path.dirname(cwd), "fixed-rate-2s.fio")
+    with open(path, "w") as f:
+        f.write(text)
+    with open(os.path.join(cwd, "users-file"), "w") as f:
+        f.write("not iopsd's\n")
+    before = sorted(os.listdir(cwd))
+    p = subprocess.run([t.IOPSD, "--once", "--config", path, "--output-format=json"], capture_output=True,
+                       text=True, timeout=120, cwd=cwd)
+    assert p.returncode == 0, f"--once fixed-rate-submission: exit {p.returncode}: {p.stderr[-2000:]}"
+    notice = ONCE_NOTICE.format(dir=os.path.realpath(cwd), job="fixed-rate-submit")
+    assert notice in p.stderr, f"no notice {notice!r}: {p.stderr[-2000:]}"
+    job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+    iops = job["read"]["iops"]
+    assert job["read"]["total_ios"] > 0 and iops <= 1020, \
+        f"fixed-rate-submission in the working directory: {iops:.1f} IOPS, want reads at rate_iops=1000 at most"
+    t.timing_check(abs(iops - 1000) <= 20, f"fixed-rate-submission in the working directory: {iops:.1f} IOPS "
+                                           "(rate_iops=1000, within 20)")
+    assert sorted(os.listdir(cwd)) == before, f"the working directory was {before}, is {sorted(os.listdir(cwd))}"
+    print(f"--once fixed-rate-submission.fio in the working directory: {iops:.1f} IOPS (rate_iops=1000); "
+          f"the directory left as it was")
+    return path
+
+
+SHORT = ("size=16m", "runtime=1", "time_based")
+BUDGET_KEY = re.compile(r"^\s*(size|filesize|runtime|timeout|time_based|loops|number_ios|startdelay)\s*(=|$)")
+
+
+def shortened(text):
+    """The job file with every section's budget set to 16 MiB for 1 s, and
+    no start delays (1mbs_clients' 32 clients start 4 s apart): the same
+    jobs, targets and I/O, short enough for the gate."""
+    out = []
+    for line in text.splitlines():
+        if BUDGET_KEY.match(line):
+            continue
+        out.append(line)
+        if re.match(r"^\s*\[[^]]+\]", line):
+            out.extend(SHORT)
+    return "\n".join(out) + "\n"
+
+
+def check_once_runs_like_fio(work):
+    """Each job file --once loads unchanged, shortened, run by fio and by
+    iopsd --once in working directories of their own: every one fio runs
+    here, --once runs too (exit 0, reads or writes done), and leaves the
+    working directory as it found it."""
+    ran = []
+    for name in ONCE_UNCHANGED:
+        src = os.path.join(EXAMPLES, name + ".fio")
+        job = os.path.join(work, name + ".short.fio")
+        with open(job, "w") as f:
+            f.write(shortened(read_example(src if os.path.exists(src) else src + ".gz")))
+        dirs = {tool: os.path.join(work, f"{name}-{tool}") for tool in ("fio", "iopsd")}
+        for d in dirs.values():
+            os.makedirs(os.path.join(d, "tmp"))  # 1mbs_clients' directory=tmp, there for fio
+        try:
+            fio = subprocess.run(["fio", "--output-format=json", job], capture_output=True, text=True,
+                                 timeout=20, cwd=dirs["fio"])
+            why = None if fio.returncode == 0 else f"exit {fio.returncode}: {fio.stderr.strip()[-200:]}"
+        except subprocess.TimeoutExpired:
+            # fio 3.33 hangs on io_submit_mode=offload with time_based
+            why = "still running after 20 s of a 1 s job"
+        if why:
+            print(f"  {name}: fio itself does not run it here ({why}); not asked of --once")
+            continue
+        p = subprocess.run([t.IOPSD, "--once", "--output-format=json", "--config", job], capture_output=True,
+                           text=True, timeout=300, cwd=dirs["iopsd"])
+        assert p.returncode == 0, f"{name}: fio runs it here, --once exits {p.returncode}: {p.stderr[-2000:]}"
+        jobs = json.loads(p.stdout[p.stdout.index("{"):])["jobs"]
+        ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
+        assert ios > 0, f"{name}: --once did no I/O: {p.stdout[:2000]}"
+        # what it made in the working directory is gone; a directory= the
+        # job names (tmp) keeps iopsd's .iopsd/, as an absolute one would
+        assert sorted(os.listdir(dirs["iopsd"])) == ["tmp"], \
+            f"{name}: --once left {os.listdir(dirs['iopsd'])} in its working directory"
+        assert set(os.listdir(os.path.join(dirs["iopsd"], "tmp"))) <= {".iopsd"}, \
+            f"{name}: --once wrote {os.listdir(os.path.join(dirs['iopsd'], 'tmp'))} in tmp/"
+        ran.append(name)
+        print(f"  {name}: fio and --once both run it in the working directory ({len(jobs)} jobs, {ios} I/Os)")
+    assert len(ran) >= 5, f"fio ran only {ran} of {ONCE_UNCHANGED} here: too few to judge --once"
+    print(f"--once runs {len(ran)} of the {len(ONCE_UNCHANGED)} files as fio does here: {', '.join(ran)}")
+
+
+def check_once_read_only(job):
+    """A working directory --once cannot write to: a clear error naming it
+    and a failing exit, no warning about files it never made."""
+    ro = tempfile.mkdtemp(prefix="iopsd-once-ro-")
+    t.run("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro)
+    try:
+        p = subprocess.run([t.IOPSD, "--once", "--config", job], capture_output=True, text=True, timeout=120,
+                           cwd=ro)
+    finally:
+        t.run("umount", ro)
+        os.rmdir(ro)
+    assert p.returncode != 0, f"--once in a read-only working directory exited 0: {p.stderr[-2000:]}"
+    want = f"cannot create {ro}/.iopsd: Read-only file system"
+    assert want in p.stderr, f"no {want!r}: {p.stderr[-2000:]}"
+    assert "cannot remove" not in p.stderr, f"a warning about files it never made: {p.stderr[-2000:]}"
+    print(f"--once in a read-only working directory: exit {p.returncode}, \"{want}\"")
+
+
 def check_runbook():
     for name in ("randread4k", "randwrite4k", "seqread4k", "seqwrite4k"):
         path = os.path.join(RUNBOOK, name + ".fio")
@@ -188,6 +335,9 @@ def main():
         check_man_page(loaded, refused)
         # --check-config writes nothing: no probe file, not even .iopsd
         assert os.listdir(scratch) == [], os.listdir(scratch)
+        cwd = check_once_unchanged(loaded, work)
+        check_once_read_only(check_once_run(cwd))
+        check_once_runs_like_fio(work)
     check_runbook()
     by_key = collections.Counter(key.split("=")[0] for key, _, _ in refused.values())
     print(f"{len(files)} fio example job files: {len(loaded)} load, {len(refused)} refused")
@@ -199,6 +349,8 @@ def main():
           + ", ".join(f"{c} {n}" for c, n in by_class.most_common()))
     for name, (key, msg, classes) in refused.items():
         print(f"  {name}: {msg} [{', '.join(sorted({c for _, c, _ in classes}))}]")
+    print(f"--once loads {len(ONCE_UNCHANGED)} of them unchanged, in the working directory: "
+          + ", ".join(ONCE_UNCHANGED))
     print("ok: every fio example loads or is refused with FILE:LINE, the key and why; the runbook jobs load")
 
 

@@ -234,6 +234,45 @@ static void test_probes_never_share_a_file(void **state)
 	config_free(c);
 }
 
+/* --once reads a job file in the working directory, as fio does: a job
+ * with no target runs there (a scratch probe, with a notice), relative
+ * paths are taken from there; the daemon's load refuses all three. */
+static void test_once_job_runs_in_the_working_directory(void **state)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	static const char text[] = "[global]\nrw=randread\n[a]\n[b]\ndirectory=./sub\n[c]\nfilename=f.dat\n"
+				   "[d]\ndirectory=/srv\n";
+
+	assert_int_equal(config_load_job_string("j.fio", text, "/home/u/w", &errs, &c), 0);
+	assert_int_equal(c->n_probes, 4);
+	assert_string_equal(c->probes[0].directory, "/home/u/w");
+	assert_true(c->probes[0].is_scratch);
+	assert_string_equal(c->probes[1].directory, "/home/u/w/sub");
+	assert_false(c->probes[1].is_scratch);
+	assert_string_equal(c->probes[2].directory, "/home/u/w");
+	assert_null(c->probes[2].filename);
+	assert_true(c->probes[2].is_scratch);
+	assert_string_equal(c->probes[3].directory, "/srv");
+	assert_false(c->probes[3].is_scratch);
+	assert_true(c->n_notices >= 2);
+	assert_non_null(
+	    strstr(c->notices[0].message,
+		   "[a]: no directory= or filename=: --once runs the job in the working directory, as "
+		   "fio does; iopsd writes only /home/u/w/.iopsd/a.dat there and removes it at the end"));
+	c = config_free(c);
+
+	assert_int_equal(config_load_string("j.fio", text, &errs, &c), -EINVAL);
+	assert_null(c);
+	/* [a]'s target, [b]'s directory (and so its target), [c]'s filename */
+	assert_int_equal(errs.n, 4);
+	assert_non_null(strstr(errs.items[0].message, "[a]: missing target"));
+	assert_non_null(strstr(errs.items[1].message, "'./sub' for directory: expected an absolute path"));
+	assert_non_null(strstr(errs.items[2].message, "[b]: missing target"));
+	assert_non_null(strstr(errs.items[3].message, "filename=f.dat is a relative path"));
+	config_errors_clear(&errs);
+}
+
 /* Section names as fio reads them: any name starting with "global" is
  * [global], every other one a job. iopsd's [device NAME] always has a name,
  * so a bare [device] is fio's job of that name (fio-examples'
@@ -398,6 +437,7 @@ int main(void)
 	    cmocka_unit_test(test_probes_never_share_a_file),
 	    cmocka_unit_test(test_memory_limits_have_safe_defaults_and_can_be_raised),
 	    cmocka_unit_test(test_section_names_are_fios),
+	    cmocka_unit_test(test_once_job_runs_in_the_working_directory),
 	    cmocka_unit_test(test_what_fio_accepts_loads_with_a_notice),
 	    cmocka_unit_test(test_each_invalid_fixture_reports_file_and_line),
 	};
