@@ -257,10 +257,11 @@ static json_t *ceiling_json(const struct device_state *d)
 {
 	const struct device_ceiling *c = &d->ceiling;
 
-	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled,
+	return json_pack("{s:b,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "throttled", c->is_throttled,
 			 "held_by", members_json(&d->topo, d->ceiling.held_by_mask, false), "saturated",
 			 c->is_saturated, "resource", c->resource ? str(c->resource) : json_null(),
-			 "iops_estimate", num_or_null(c->iops_ceiling_estimate), "read_iops_estimate",
+			 "found_by", c->found_by ? str(c->found_by) : json_null(), "iops_estimate",
+			 num_or_null(c->iops_ceiling_estimate), "read_iops_estimate",
 			 num_or_null(c->read_iops_estimate), "write_iops_estimate",
 			 num_or_null(c->write_iops_estimate), "throughput_estimate_bytes_per_second",
 			 num_or_null(c->throughput_ceiling_estimate), "average_io_bytes",

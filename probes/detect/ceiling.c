@@ -9,12 +9,18 @@
 
 #include "macro.h"
 #include "name_index.h"
+#include "plateau.h"
 #include "provider_units.h"
 
 void ceiling_params_default(struct ceiling_params *ret)
 {
 	*ret = (struct ceiling_params){
-	    .window = 20,
+	    .window_sec = 20.0,
+	    .onset_quiet_sec = 3.0,
+	    .onset_horizon_sec = 12.0,
+	    .onset_sec = 4.0,
+	    .onset_tolerance = 0.001,
+	    .onset_slack_ios = 1.5,
 	    .plateau_tolerance = 0.015,
 	    .plateau_slack_ios = 2.5,
 	    .plateau_fraction = 0.8,
@@ -33,244 +39,16 @@ void ceiling_params_default(struct ceiling_params *ret)
 	burst_params_default(&ret->burst);
 }
 
+unsigned ceiling_params_window(const struct ceiling_params *p, double interval_sec)
+{
+	double n = interval_sec > 0 ? p->window_sec / interval_sec : p->window_sec;
+
+	return n >= CEILING_WINDOW_MAX ? CEILING_WINDOW_MAX : (unsigned)fmax(lround(n), 0);
+}
+
 void ceiling_state_init(struct ceiling_state *st)
 {
 	*st = (struct ceiling_state){0};
-}
-
-enum resource {
-	RESOURCE_IOPS,
-	RESOURCE_THROUGHPUT,
-};
-
-static double sample_value(const struct ceiling_sample *s, enum resource res)
-{
-	return res == RESOURCE_IOPS ? s->iops : s->bytes_per_sec;
-}
-
-/* The i-th most recent sample (0 = latest). */
-static const struct ceiling_sample *recent(const struct ceiling_state *st, unsigned i)
-{
-	return &st->ring[(st->head + CEILING_WINDOW_MAX - 1 - i) % CEILING_WINDOW_MAX];
-}
-
-/* Half-width of the plateau band around `level`: relative, but never
- * narrower than plateau_slack_ios whole I/Os per interval, so that a cap
- * of 100 IOPS is not missed because one I/O fell into the next second. */
-static double band_for(const struct ceiling_params *p, enum resource res, double level,
-		       const struct ceiling_sample *s)
-{
-	double slack = p->plateau_slack_ios / (s->interval_sec > 0 ? s->interval_sec : 1.0);
-
-	if (res == RESOURCE_THROUGHPUT) {
-		slack *= s->iops > 0 ? s->bytes_per_sec / s->iops : 0.0;
-	}
-	return fmax(p->plateau_tolerance * level, slack);
-}
-
-static bool is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
-{
-	return s->queue_depth >= p->min_queue && s->utilization >= p->min_utilization;
-}
-
-/* The median of v[0..n-1], n > 0, sorting v in place. An insertion sort:
- * this runs twice per device and tick on a window of p->window (20) values,
- * where qsort's merge sort and indirect comparisons cost more than the rest
- * of the ceiling update. */
-static double median_of(double *v, unsigned n)
-{
-	for (unsigned i = 1; i < n; i++) {
-		double x = v[i];
-		unsigned j = i;
-
-		for (; j > 0 && v[j - 1] > x; j--) {
-			v[j] = v[j - 1];
-		}
-		v[j] = x;
-	}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Whether queueing sample s, below the band, and the next queueing one
- * (find_plateau() steps over one sample without a queue), above, are one
- * cap's two seconds: a token bucket keeps what a second left
- * unspent (a client short of CPU, completions counted late) and the next
- * second spends it, so the two together sit on the level, to within half
- * the band. The order matters: a bucket cannot give first and take back. */
-static bool is_made_up(const struct ceiling_params *p, enum resource res, const struct ceiling_sample *s,
-		       const struct ceiling_sample *next, double level, double band)
-{
-	double a = sample_value(s, res), b = sample_value(next, res),
-	       t = s->interval_sec + next->interval_sec;
-
-	if (!is_queueing(p, s) || !is_queueing(p, next) || a >= level - band || b <= level + band || t <= 0) {
-		return false;
-	}
-	return fabs((a * s->interval_sec + b * next->interval_sec) / t - level) <= band / 2;
-}
-
-/* The values of `res` in the queueing samples of the last `window`, into
- * values[]; their count. */
-static unsigned queueing_values(const struct ceiling_state *st, const struct ceiling_params *p,
-				enum resource res, unsigned window, double *values)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < window; i++) {
-		const struct ceiling_sample *s = recent(st, i);
-
-		if (is_queueing(p, s)) {
-			values[n++] = sample_value(s, res);
-		}
-	}
-	return n;
-}
-
-/* The sample that may make up for the i-th most recent (i > 0) when that one
- * fell short (is_made_up()): the next one, or the one after it when the next
- * has no queue. */
-static unsigned made_up_partner(const struct ceiling_state *st, const struct ceiling_params *p, unsigned i)
-{
-	unsigned j = i - 1;
-
-	if (!is_queueing(p, recent(st, j)) && j > 0) {
-		j--; /* neither for nor against (find_plateau()) */
-	}
-	return j;
-}
-
-/* The plateau test over the last p->window samples. A token bucket holds
- * every second in which requests wait at the same level, to within an I/O
- * or two (a second now and then falls short when the machine is busy); a
- * busy device that is not capped wanders by several percent at the same
- * queue depth. So: most of the window must be queueing (requests waiting,
- * device busy), and all but max_outliers of those queueing samples must
- * sit within a narrow band around their median, or make up, with the
- * next queueing second, for a second that fell short (is_made_up(), at
- * most max_made_up pairs). Samples without a queue
- * (the workload paused) are neither evidence for nor against. On success
- * returns true, the level (the mean of the samples in the band) and
- * whether the latest sample is one of them. */
-static bool find_plateau(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
-			 double *ret_level, bool *ret_latest_in_band)
-{
-	unsigned window = p->window < CEILING_WINDOW_MAX ? p->window : CEILING_WINDOW_MAX;
-	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
-	unsigned n_q = 0, n_in = 0, n_made_up = 0;
-	const struct ceiling_sample *latest;
-	bool latest_in = false;
-
-	if (window == 0 || st->n < window) {
-		return false;
-	}
-	latest = recent(st, 0);
-	if (!is_queueing(p, latest)) {
-		return false;
-	}
-	n_q = queueing_values(st, p, res, window, values);
-	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
-		return false;
-	}
-	median = median_of(values, n_q);
-	band = band_for(p, res, median, latest);
-	/* oldest first: a short second is made up by the next queueing one */
-	for (unsigned i = window; i-- > 0;) {
-		const struct ceiling_sample *s = recent(st, i);
-		double x = sample_value(s, res);
-		bool in = is_queueing(p, s) && fabs(x - median) <= band;
-		unsigned j = i;
-
-		if (!in && i > 0) {
-			j = made_up_partner(st, p, i);
-			if (n_made_up < p->max_made_up &&
-			    is_made_up(p, res, s, recent(st, j), median, band)) {
-				n_made_up++;
-				n_in++;
-				sum += x;
-				ios += s->iops;
-				s = recent(st, j);
-				x = sample_value(s, res);
-				in = true;
-				i = j;
-			}
-		}
-		if (in) {
-			n_in++;
-			sum += x;
-			ios += s->iops;
-			latest_in = latest_in || i == 0;
-		}
-	}
-	if (n_in == 0 || n_q - n_in > fmax(p->max_outliers, floor(p->outlier_fraction * n_q)) ||
-	    ios / n_in < p->min_iops) {
-		return false;
-	}
-	*ret_level = sum / n_in;
-	*ret_latest_in_band = latest_in;
-	return true;
-}
-
-static void detect(struct ceiling_state *st, const struct ceiling_params *p, enum resource res)
-{
-	struct ceiling_detector *d = res == RESOURCE_IOPS ? &st->iops : &st->throughput;
-	const struct ceiling_sample *latest = recent(st, 0);
-	double x = sample_value(latest, res), level;
-	bool latest_in_band = false;
-
-	if (find_plateau(st, p, res, &level, &latest_in_band)) {
-		if (latest_in_band) {
-			d->estimate = level;
-			d->is_active = true;
-			d->n_above = 0;
-			return;
-		}
-		/* one of the few seconds that fall short: the plateau holds if
-		 * it was already established */
-		if (d->is_active) {
-			return;
-		}
-	}
-	/* Hysteresis: once found, the plateau holds while the device stays on
-	 * the estimate with requests queued, even if the window's make-up
-	 * changed. */
-	if (d->is_active && fabs(x - d->estimate) <= band_for(p, res, d->estimate, latest) &&
-	    is_queueing(p, latest)) {
-		return;
-	}
-	d->is_active = false;
-	/* A device that sustains more than the estimate proves it wrong (the
-	 * limit was raised, or the plateau was the workload's own). */
-	if (d->estimate > 0 && x > d->estimate * p->contradict_factor) {
-		if (++d->n_above >= p->contradict_samples) {
-			d->estimate = 0.0;
-			d->n_above = 0;
-		}
-	} else {
-		d->n_above = 0;
-	}
-}
-
-const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i)
-{
-	return i < st->n ? recent(st, i) : NULL;
-}
-
-bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p,
-				double *ret_level)
-{
-	bool latest_in_band;
-
-	return find_plateau(st, p, RESOURCE_IOPS, ret_level, &latest_in_band) && latest_in_band;
-}
-
-bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
-{
-	return is_queueing(p, s);
-}
-
-double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s)
-{
-	return band_for(p, RESOURCE_IOPS, level, s);
 }
 
 /* A declared bucket in its own credits: gp2's (and a [device]'s
@@ -355,7 +133,7 @@ static bool is_held_at_base(struct ceiling_state *st, const struct ceiling_param
 		sum += st->held_iops[i];
 	}
 	return fabs(sum / n - b->base) <=
-	       band_for(p, b->is_throughput ? RESOURCE_THROUGHPUT : RESOURCE_IOPS, b->base, s);
+	       plateau_band(p, b->is_throughput ? RESOURCE_THROUGHPUT : RESOURCE_IOPS, b->base, s);
 }
 
 static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling_params *p,
@@ -372,7 +150,7 @@ static void spend_declared_bucket(struct ceiling_state *st, const struct ceiling
 	rate = bucket_rate(&b, s, counted);
 	st->burst_balance += (b.base - rate) * s->interval_sec;
 	st->burst_balance = fmin(fmax(st->burst_balance, 0.0), b.credits);
-	is_held = is_queueing(p, s) && rate <= b.base * 1.1;
+	is_held = ceiling_sample_is_queueing(p, s) && rate <= b.base * 1.1;
 	is_at_base = is_held_at_base(st, p, &b, rate, s, is_held);
 	if (is_held && (st->burst_balance < 0.01 * b.credits || is_at_base)) {
 		st->burst_balance = 0.0;
@@ -459,29 +237,29 @@ static const struct ceiling_sample *push_sample(struct ceiling_state *st, const 
 	return s;
 }
 
-/* A burst is not the ceiling. While a bucket (declared, or learned from a
- * burst seen to run out) has credits and the device runs near its burst
- * rate, the flat top is the burst: no plateau is taken from it, and the
- * estimate stays at the base. When a burst is seen to run out, the level
- * it settled to is the ceiling at once, without waiting for a window of
- * it. Otherwise the plateau test runs. */
-static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params *p,
-			   const struct device_config *dc, const struct ceiling_sample *s)
+/* The burst gate. A burst is not the ceiling: while a bucket (declared, or
+ * learned from a burst seen to run out) has credits and the device runs
+ * near its burst rate, the flat top is the burst, no plateau is taken from
+ * it, and the estimate stays at the base. When a burst is seen to run out,
+ * the level it settled to is the ceiling at once, without waiting for a
+ * window of it. Returns true when the gate decided the sample, false when
+ * the plateau tests are to judge it. */
+static bool burst_gate(struct ceiling_state *st, const struct ceiling_params *p,
+		       const struct device_config *dc, const struct ceiling_sample *s)
 {
-	struct burst_sample bs = {s->interval_sec, s->iops, s->bytes_per_sec, is_queueing(p, s),
-				  s->queue_depth >= p->min_queue};
+	struct burst_sample bs = {s->interval_sec, s->iops, s->bytes_per_sec,
+				  ceiling_sample_is_queueing(p, s), s->queue_depth >= p->min_queue};
 	const struct burst_model *m = &st->burst.model;
 	bool is_bursting;
 
 	if (burst_tracker_update(&st->burst, &p->burst, &bs, st->now_usec)) {
-		st->iops = (struct ceiling_detector){.estimate = m->base_iops, .is_active = true};
-		st->throughput =
-		    (struct ceiling_detector){.estimate = m->base_bytes_per_sec, .is_active = true};
+		plateau_found(&st->iops, m->base_iops, CEILING_STAGE_BURST);
+		plateau_found(&st->throughput, m->base_bytes_per_sec, CEILING_STAGE_BURST);
 		if (st->peak_iops >= 0.8 * m->burst_iops) {
 			/* the highest plateau was the burst */
 			st->peak_iops = m->base_iops;
 		}
-		return;
+		return true;
 	}
 	if (st->has_burst_balance) {
 		is_bursting = is_declared_burst(st, dc, s);
@@ -491,10 +269,8 @@ static void judge_plateaus(struct ceiling_state *st, const struct ceiling_params
 	if (is_bursting) {
 		st->iops.is_active = st->throughput.is_active = false;
 		st->iops.n_above = st->throughput.n_above = 0;
-		return;
 	}
-	detect(st, p, RESOURCE_IOPS);
-	detect(st, p, RESOURCE_THROUGHPUT);
+	return is_bursting;
 }
 
 static void fill_burst(const struct ceiling_state *st, const struct device_config *dc,
@@ -520,6 +296,23 @@ static void fill_burst(const struct ceiling_state *st, const struct device_confi
 	}
 }
 
+static const char *stage_name(enum ceiling_stage stage)
+{
+	switch (stage) {
+	case CEILING_STAGE_ONSET:
+		return "onset";
+	case CEILING_STAGE_WINDOW:
+		return "window";
+	case CEILING_STAGE_BURST:
+		return "burst";
+	case CEILING_STAGE_PROBE:
+		return "probe";
+	case CEILING_STAGE_NONE:
+		break;
+	}
+	return NULL;
+}
+
 void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, const struct device_config *dc,
 		    const struct device_rates *r, struct device_ceiling *ret)
 {
@@ -540,7 +333,11 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		st->units_per_io = s->iops > 0 ? counted / s->iops : st->units_per_io;
 		spend_declared_bucket(st, p, dc, s, counted, ret);
 		count_at_limit(st, dc, s, counted, ret);
-		judge_plateaus(st, p, dc, s);
+		/* the stages: the burst gate, then the onset test, the
+		 * window test and the hold (plateau.h) */
+		if (!burst_gate(st, p, dc, s)) {
+			plateau_detect(st, p);
+		}
 		ret->is_throttled = st->iops.is_active || st->throughput.is_active;
 		ret->is_saturated = r->utilization >= p->saturation;
 	}
@@ -548,6 +345,7 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->at_ceiling_throughput_seconds = st->at_ceiling_throughput_sec;
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
+	ret->found_by = stage_name(st->iops.estimate > 0 ? st->iops.found_by : st->throughput.found_by);
 	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
 	ret->iops_ceiling_limit_ratio =
 	    dc && dc->iops_limit && st->iops.estimate > 0
@@ -571,10 +369,12 @@ void ceiling_state_measured(struct ceiling_state *st, double iops, double bytes_
 	if (iops > 0) {
 		st->iops.estimate = iops;
 		st->iops.n_above = 0;
+		st->iops.found_by = CEILING_STAGE_PROBE;
 	}
 	if (bytes_per_sec > 0) {
 		st->throughput.estimate = bytes_per_sec;
 		st->throughput.n_above = 0;
+		st->throughput.found_by = CEILING_STAGE_PROBE;
 	}
 }
 
@@ -590,7 +390,7 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
 	double covered = 0.0, ops = 0.0;
 
 	for (unsigned i = 0; i < st->n && covered < seconds - 1e-6; i++) {
-		const struct ceiling_sample *s = recent(st, i);
+		const struct ceiling_sample *s = ceiling_state_recent(st, i);
 
 		covered += s->interval_sec;
 		ops += s->iops * s->interval_sec - s->own_ops;

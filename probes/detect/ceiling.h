@@ -18,8 +18,21 @@
 
 /* Detection parameters. The daemon uses ceiling_params_default(); tests and
  * bench/detect may tune them. */
+/* The stages, in the order ceiling_update() runs them (iopsd(8), CEILING
+ * DETECTION): the sample is taken; a burst (declared, or learned) is not a
+ * ceiling; the onset test looks at the first seconds of a demand that began
+ * after a quiet spell; the window test at the last window_sec; a plateau
+ * found holds while the device stays on it. Durations are in seconds, so a
+ * shorter sample interval does not shrink them. */
 struct ceiling_params {
-	unsigned window;		/* samples in the detection window (20) */
+	double window_sec;		/* the window test's window (20 s) */
+	double onset_quiet_sec;		/* the onset test: a demand that began after this long
+					 * without requests waiting (3 s), or when iopsd began
+					 * watching ... */
+	double onset_horizon_sec;	/* ... and is at most this old (12 s) ... */
+	double onset_sec;		/* ... whose last onset_sec (4 s; 0: no onset test) ... */
+	double onset_tolerance;		/* ... all sit within this share of their median (0.001) ... */
+	double onset_slack_ios;		/* ... or this many I/Os per interval (1.5) */
 	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;	/* share of the window that must be queueing (0.8) */
@@ -43,6 +56,10 @@ struct ceiling_params {
 
 void ceiling_params_default(struct ceiling_params *ret);
 
+/* The samples in the window test's window at `interval_sec` per sample, at
+ * most CEILING_WINDOW_MAX. */
+unsigned ceiling_params_window(const struct ceiling_params *p, double interval_sec);
+
 /* One device's detector state. Plain data: zero it (or ceiling_state_init)
  * to start. */
 struct ceiling_sample {
@@ -54,10 +71,20 @@ struct ceiling_sample {
 	double own_ops;	      /* I/Os iopsd's own probes reported in this interval */
 };
 
+/* Which stage last found the plateau a detector holds. */
+enum ceiling_stage {
+	CEILING_STAGE_NONE,
+	CEILING_STAGE_ONSET,  /* the first seconds of a demand */
+	CEILING_STAGE_WINDOW, /* the window test */
+	CEILING_STAGE_BURST,  /* the level a burst was seen to run out to */
+	CEILING_STAGE_PROBE,  /* measured by the ceiling probe (ceiling_state_measured()) */
+};
+
 struct ceiling_detector {
-	double estimate;  /* 0 = none */
-	bool is_active;	  /* the plateau holds in the latest sample */
-	unsigned n_above; /* consecutive samples above estimate * contradict_factor */
+	double estimate;	     /* 0 = none */
+	bool is_active;		     /* the plateau holds in the latest sample */
+	unsigned n_above;	     /* consecutive samples above estimate * contradict_factor */
+	enum ceiling_stage found_by; /* of the estimate */
 };
 
 /* Samples in a row held at a declared base that say its bucket is empty. */

@@ -58,7 +58,7 @@ struct shared_ceiling *shared_ceiling_free(struct shared_ceiling *sc)
 
 static unsigned window_of(const struct shared_ceiling *sc)
 {
-	return sc->cp.window < CEILING_WINDOW_MAX ? sc->cp.window : CEILING_WINDOW_MAX;
+	return ceiling_params_window(&sc->cp, 1.0);
 }
 
 /* What a set of devices did together over the window. */

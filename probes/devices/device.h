@@ -83,6 +83,8 @@ struct device_ceiling {
 						 * is throttled (or itself held), which holds the array:
 						 * a stripe runs at the pace of its slowest member */
 	bool is_saturated;
+	const char *found_by;	      /* the test that found the estimate (ceiling.h): "onset",
+				       * "window", "burst"; NULL without one */
 	double iops_ceiling_estimate; /* 0 = none detected yet */
 	double throughput_ceiling_estimate;
 	double iops_ceiling_limit_ratio; /* the estimate over the declared iops_limit (not a burst

@@ -43,8 +43,9 @@ struct run {
 	struct ceiling_state st;
 	struct ceiling_params p;
 	struct device_ceiling out;
-	unsigned t;	     /* samples fed */
-	int first_throttled; /* sample index when throttled first became 1, -1 never */
+	unsigned t;			   /* samples fed */
+	int first_throttled;		   /* sample index when throttled first became 1, -1 never */
+	enum ceiling_stage first_found_by; /* the IOPS detector's stage then */
 	unsigned n_throttled;
 };
 
@@ -63,6 +64,7 @@ static void feed_dc(struct run *r, const struct device_config *dc, struct device
 	if (r->out.is_throttled) {
 		if (r->first_throttled < 0) {
 			r->first_throttled = (int)r->t;
+			r->first_found_by = r->st.iops.found_by;
 		}
 		r->n_throttled++;
 	}
@@ -73,6 +75,9 @@ static void feed(struct run *r, struct device_rates x)
 {
 	feed_dc(r, NULL, x);
 }
+
+/* The window test's window in samples of 1 s. */
+#define WINDOW(p) ceiling_params_window((p), 1.0)
 
 static void assert_near(double v, double want, double rel)
 {
@@ -91,9 +96,20 @@ static void test_flat_series_with_rising_queue_is_throttled_at_its_level(void **
 	}
 	assert_true(r.out.is_throttled);
 	assert_near(r.out.iops_ceiling_estimate, 600, 0.05);
-	/* Found as soon as one window is full, not later. */
-	assert_int_equal(r.first_throttled, (int)r.p.window - 1);
+	/* Found by the onset test as soon as it has its seconds, not later. */
+	assert_int_equal(r.first_throttled, (int)r.p.onset_sec - 1);
 	assert_near(r.out.throughput_ceiling_estimate, 600 * 4096, 0.05);
+	assert_int_equal(r.first_found_by, CEILING_STAGE_ONSET);
+	assert_string_equal(r.out.found_by, "window"); /* confirmed by the window since */
+	/* Without it, by the window test as soon as one window is full. */
+	run_init(&r);
+	r.p.onset_sec = 0;
+	for (unsigned i = 0; i < 30; i++) {
+		feed(&r, rates(600 + 2 * noise(), 4096, 8 + 8.0 * i / 30, 1.0));
+	}
+	assert_int_equal(r.first_throttled, (int)WINDOW(&r.p) - 1);
+	assert_int_equal(r.first_found_by, CEILING_STAGE_WINDOW);
+	assert_near(r.out.iops_ceiling_estimate, 600, 0.05);
 }
 
 /* Series iopsd's sampler took of the lab volume (contrib/lab/iopsd-lab),
@@ -246,6 +262,64 @@ static const double lab_cap1400_starved_guest[][3] = {
     {1361, 12.1, 96}, {1441, 10.1, 93}, {1398, 9.9, 95},  {1402, 9.3, 90},
 };
 
+/* The cgroup lab (contrib/lab/iopsd-lab) under bench/detect: fio QD16 4k
+ * randread at 150% of the cap, started after two idle seconds, as iopsd's
+ * history recorded it (IOPS, aqu-sz, %util). */
+static const double lab_onset_cap600[][3] = {
+    {0, 0, 0},
+    {0, 0, 0},
+    {599.98, 10.15, 84.4},
+    {600, 15.91, 100},
+    {599.99, 15.9, 100},
+    {600.01, 15.92, 100},
+    {599.99, 15.91, 100},
+    {602, 15.92, 100},
+    {600, 15.93, 100},
+    {599.98, 15.92, 100},
+    {600.02, 15.91, 100},
+    {600, 15.93, 100},
+    {600, 15.92, 100},
+    {600, 15.93, 100},
+    {599.98, 15.91, 100},
+    {600.01, 15.91, 100},
+};
+static const double lab_onset_cap1000[][3] = {
+    {0, 0, 0},
+    {0, 0, 0},
+    {804.41, 7.92, 66},
+    {1000.01, 15.86, 100},
+    {1000, 15.83, 100},
+    {999.99, 15.85, 100},
+    {1000.01, 15.77, 100},
+    {999.99, 15.83, 100},
+    {1000.04, 15.85, 100},
+    {999.98, 15.88, 100},
+    {1000.03, 15.84, 100},
+    {1000, 15.89, 100},
+    {999.99, 15.88, 100},
+    {999.96, 15.83, 100},
+    {1000, 15.86, 100},
+    {1000.02, 15.84, 100},
+};
+static const double lab_onset_cap20000[][3] = {
+    {0, 0, 0},
+    {0, 0, 0},
+    {12000.4, 6.02, 56.4},
+    {20001.1, 12.93, 98.4},
+    {19998.2, 13.32, 99.6},
+    {20000.6, 13.63, 97.6},
+    {20000.1, 13.69, 99.6},
+    {19999.5, 13.73, 98.4},
+    {20000.6, 12.83, 99.6},
+    {20000.2, 12.24, 99.6},
+    {19999.4, 13.15, 100},
+    {19999.8, 12.86, 99.2},
+    {19999.7, 11.21, 99.2},
+    {20000.3, 12.44, 99.2},
+    {19998.7, 12.37, 98.8},
+    {20000.9, 10.93, 97.6},
+};
+
 /* A recorded cap is found about one window after fio started (later when
  * the window holds a few seconds that fell short), never before, at its
  * level; and it is not called throttled once fio is gone. */
@@ -257,8 +331,9 @@ static void check_recorded_cap(const double (*series)[3], size_t n, double bs, d
 	for (size_t i = 0; i < n; i++) {
 		feed(&r, rates(series[i][0], bs, series[i][1], series[i][2] / 100));
 	}
-	assert_true(r.first_throttled >= (int)r.p.window - 1);
-	assert_true(r.first_throttled <= (int)r.p.window + 3);
+	print_message("recorded cap %.0f: throttled from sample %d\n", cap, r.first_throttled);
+	assert_true(r.first_throttled >= (int)r.p.onset_sec - 1);
+	assert_true(r.first_throttled <= (int)WINDOW(&r.p) + 3);
 	assert_false(r.out.is_throttled);
 	assert_near(r.out.iops_ceiling_estimate, cap, 0.05);
 	assert_near(r.out.throughput_ceiling_estimate, cap * bs, 0.05);
@@ -278,7 +353,7 @@ static void test_seconds_made_up_by_the_next_still_hold_the_cap(void **state)
 		feed(&r, rates(x[0], 4096, x[1], x[2] / 100));
 	}
 	assert_true(r.first_throttled >= 0);
-	assert_true(r.first_throttled <= (int)r.p.window + 6);
+	assert_true(r.first_throttled <= (int)WINDOW(&r.p) + 6);
 	assert_near(r.out.iops_ceiling_estimate, 1400, 0.02);
 	print_message("starved guest: throttled from sample %d, estimate %.1f\n", r.first_throttled,
 		      r.out.iops_ceiling_estimate);
@@ -291,6 +366,7 @@ static void test_a_long_second_is_not_made_up_by_a_short_one_after_it(void **sta
 	struct run r;
 
 	run_init(&r);
+	r.p.onset_sec = 0; /* the window test's: the first 1400s are an onset's plateau */
 	for (unsigned i = 0; i < 120; i++) {
 		double x = i % 8 == 1 ? 1470 : i % 8 == 2 ? 1330 : 1400;
 
@@ -396,7 +472,7 @@ static void test_step_from_600_to_300_is_followed(void **state)
 	assert_true(followed > 0);
 	assert_true(followed <= 60);
 	/* Within one window of the new level. */
-	assert_true(followed <= (int)r.p.window);
+	assert_true(followed <= (int)WINDOW(&r.p));
 	assert_true(r.out.is_throttled);
 	assert_near(r.out.iops_ceiling_estimate, 300, 0.05);
 }
@@ -531,7 +607,7 @@ static void test_a_second_that_falls_short_does_not_end_the_plateau(void **state
 	run_init(&r);
 	for (unsigned i = 0; i < 40; i++) {
 		feed(&r, rates(i == 30 ? 418.26 : 500 + noise(), 4096, 15.9, 1.0));
-		if (i >= r.p.window) {
+		if (i >= WINDOW(&r.p)) {
 			assert_true(r.out.is_throttled);
 		}
 	}
@@ -557,11 +633,12 @@ static void test_gap_restarts_the_window(void **state)
 	struct device_rates invalid = {.valid = false};
 
 	run_init(&r);
-	for (unsigned i = 0; i + 1 < r.p.window; i++) {
+	r.p.onset_sec = 0; /* the window test's window */
+	for (unsigned i = 0; i + 1 < WINDOW(&r.p); i++) {
 		feed(&r, rates(600, 4096, 16, 1.0));
 	}
 	feed(&r, invalid);
-	for (unsigned i = 0; i + 1 < r.p.window; i++) {
+	for (unsigned i = 0; i + 1 < WINDOW(&r.p); i++) {
 		feed(&r, rates(600, 4096, 16, 1.0));
 	}
 	assert_int_equal(r.n_throttled, 0);
@@ -1012,6 +1089,75 @@ static const double qemu_burst_busy_host[][3] = {
     {0.0, 0.00, 0.0},
 };
 
+/* A recorded cap is flagged by the onset test within 5 s of the first
+ * second of the demand (the sample where requests began to wait: the cap
+ * binds then), at the cap to within 1%. */
+static void check_onset(const char *what, const double (*series)[3], size_t n, double cap)
+{
+	struct run r;
+	int bound = -1;
+
+	run_init(&r);
+	for (size_t i = 0; i < n; i++) {
+		feed(&r, rates(series[i][0], 4096, series[i][1], series[i][2] / 100));
+		if (bound < 0 && series[i][1] > 0) {
+			bound = (int)i;
+		}
+	}
+	print_message("%s: demand from sample %d, throttled from %d (%s), estimate %.2f\n", what, bound,
+		      r.first_throttled, r.first_found_by == CEILING_STAGE_ONSET ? "onset" : "not onset",
+		      r.out.iops_ceiling_estimate);
+	assert_true(r.first_throttled >= 0);
+	assert_true(r.first_throttled - bound <= 5);
+	assert_int_equal(r.first_found_by, CEILING_STAGE_ONSET);
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, cap, 0.01);
+}
+
+static void test_recorded_caps_are_flagged_at_the_onset(void **state)
+{
+	check_onset("cgroup lab 600", lab_onset_cap600, ELEMENTSOF(lab_onset_cap600), 600);
+	check_onset("cgroup lab 1000", lab_onset_cap1000, ELEMENTSOF(lab_onset_cap1000), 1000);
+	check_onset("cgroup lab 20000", lab_onset_cap20000, ELEMENTSOF(lab_onset_cap20000), 20000);
+	check_onset("cgroup lab 100", lab_cap100, 16, 100);
+	check_onset("cgroup lab 500", lab_cap500_rate750, 16, 500);
+	check_onset("QEMU 1000", qemu_cap_1000_to_2000, 16, 1000);
+}
+
+/* A busy device whose seconds wander by +-5% at full queue, its demand
+ * starting and stopping 300 times (25 s on, 5 s idle): every start is an
+ * onset, and the onset test flags none of them. (The window test, alone,
+ * calls a few of these seconds throttled, as it did before the onset test.) */
+static unsigned wandering_with_onsets(double onset_sec)
+{
+	struct run r;
+
+	run_init(&r);
+	r.p.onset_sec = onset_sec;
+	for (unsigned i = 0; i < 300 * 30; i++) {
+		if (i % 30 < 25) {
+			feed(&r, rates(20000 * (1 + 0.05 * noise()), 4096, 16, 1.0));
+		} else {
+			feed(&r, rates(0, 4096, 0, 0));
+		}
+	}
+	return r.n_throttled;
+}
+
+static void test_a_wandering_device_is_not_flagged_at_its_onsets(void **state)
+{
+	struct ceiling_params p;
+	unsigned with, without;
+
+	ceiling_params_default(&p);
+	with = wandering_with_onsets(p.onset_sec);
+	without = wandering_with_onsets(0);
+	print_message("wandering +-5%%, 300 onsets: throttled %u s with the onset test, %u without\n", with,
+		      without);
+	assert_int_equal(with, without);
+	assert_true(without <= 5);
+}
+
 struct burst_run {
 	struct run r;
 	int first_exhausted;	   /* sample at which a burst was seen to run out, -1 never */
@@ -1408,6 +1554,8 @@ int main(void)
 	    cmocka_unit_test(test_recorded_lab_caps_are_found),
 	    cmocka_unit_test(test_seconds_made_up_by_the_next_still_hold_the_cap),
 	    cmocka_unit_test(test_a_long_second_is_not_made_up_by_a_short_one_after_it),
+	    cmocka_unit_test(test_recorded_caps_are_flagged_at_the_onset),
+	    cmocka_unit_test(test_a_wandering_device_is_not_flagged_at_its_onsets),
 	    cmocka_unit_test(test_recorded_busy_unthrottled_device_is_not_throttled),
 	    cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
 	    cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),

@@ -1,0 +1,376 @@
+/* The plateau tests of ceiling detection, in the order they run: the
+ * onset test, the window test, the hold (plateau.h, iopsd(8), CEILING
+ * DETECTION). */
+#include "plateau.h"
+
+#include <math.h>
+
+static double sample_value(const struct ceiling_sample *s, enum resource res)
+{
+	return res == RESOURCE_IOPS ? s->iops : s->bytes_per_sec;
+}
+
+/* The i-th most recent sample (0 = latest). */
+static const struct ceiling_sample *recent(const struct ceiling_state *st, unsigned i)
+{
+	return &st->ring[(st->head + CEILING_WINDOW_MAX - 1 - i) % CEILING_WINDOW_MAX];
+}
+
+/* Half-width of the plateau band around `level`: relative, but never
+ * narrower than plateau_slack_ios whole I/Os per interval, so that a cap
+ * of 100 IOPS is not missed because one I/O fell into the next second. */
+static double band_of(double tolerance, double slack_ios, enum resource res, double level,
+		      const struct ceiling_sample *s)
+{
+	double slack = slack_ios / (s->interval_sec > 0 ? s->interval_sec : 1.0);
+
+	if (res == RESOURCE_THROUGHPUT) {
+		slack *= s->iops > 0 ? s->bytes_per_sec / s->iops : 0.0;
+	}
+	return fmax(tolerance * level, slack);
+}
+
+double plateau_band(const struct ceiling_params *p, enum resource res, double level,
+		    const struct ceiling_sample *s)
+{
+	return band_of(p->plateau_tolerance, p->plateau_slack_ios, res, level, s);
+}
+
+static bool is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
+{
+	return s->queue_depth >= p->min_queue && s->utilization >= p->min_utilization;
+}
+
+/* The median of v[0..n-1], n > 0, sorting v in place. An insertion sort:
+ * this runs twice per device and tick on a window of p->window (20) values,
+ * where qsort's merge sort and indirect comparisons cost more than the rest
+ * of the ceiling update. */
+static double median_of(double *v, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++) {
+		double x = v[i];
+		unsigned j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--) {
+			v[j] = v[j - 1];
+		}
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Whether queueing sample s, below the band, and the next queueing one
+ * (find_plateau() steps over one sample without a queue), above, are one
+ * cap's two seconds: a token bucket keeps what a second left
+ * unspent (a client short of CPU, completions counted late) and the next
+ * second spends it, so the two together sit on the level, to within half
+ * the band. The order matters: a bucket cannot give first and take back. */
+static bool is_made_up(const struct ceiling_params *p, enum resource res, const struct ceiling_sample *s,
+		       const struct ceiling_sample *next, double level, double band)
+{
+	double a = sample_value(s, res), b = sample_value(next, res),
+	       t = s->interval_sec + next->interval_sec;
+
+	if (!is_queueing(p, s) || !is_queueing(p, next) || a >= level - band || b <= level + band || t <= 0) {
+		return false;
+	}
+	return fabs((a * s->interval_sec + b * next->interval_sec) / t - level) <= band / 2;
+}
+
+/* The values of `res` in the queueing samples of the last `window`, into
+ * values[]; their count. */
+static unsigned queueing_values(const struct ceiling_state *st, const struct ceiling_params *p,
+				enum resource res, unsigned window, double *values)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < window; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		if (is_queueing(p, s)) {
+			values[n++] = sample_value(s, res);
+		}
+	}
+	return n;
+}
+
+/* The sample that may make up for the i-th most recent (i > 0) when that one
+ * fell short (is_made_up()): the next one, or the one after it when the next
+ * has no queue. */
+static unsigned made_up_partner(const struct ceiling_state *st, const struct ceiling_params *p, unsigned i)
+{
+	unsigned j = i - 1;
+
+	if (!is_queueing(p, recent(st, j)) && j > 0) {
+		j--; /* neither for nor against (find_plateau()) */
+	}
+	return j;
+}
+
+/* The plateau test over the last p->window samples. A token bucket holds
+ * every second in which requests wait at the same level, to within an I/O
+ * or two (a second now and then falls short when the machine is busy); a
+ * busy device that is not capped wanders by several percent at the same
+ * queue depth. So: most of the window must be queueing (requests waiting,
+ * device busy), and all but max_outliers of those queueing samples must
+ * sit within a narrow band around their median, or make up, with the
+ * next queueing second, for a second that fell short (is_made_up(), at
+ * most max_made_up pairs). Samples without a queue
+ * (the workload paused) are neither evidence for nor against. On success
+ * returns true, the level (the mean of the samples in the band) and
+ * whether the latest sample is one of them. */
+static bool find_plateau(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
+			 double *ret_level, bool *ret_latest_in_band)
+{
+	unsigned window = st->n ? ceiling_params_window(p, recent(st, 0)->interval_sec) : 0;
+	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
+	unsigned n_q = 0, n_in = 0, n_made_up = 0;
+	const struct ceiling_sample *latest;
+	bool latest_in = false;
+
+	if (window == 0 || st->n < window) {
+		return false;
+	}
+	latest = recent(st, 0);
+	if (!is_queueing(p, latest)) {
+		return false;
+	}
+	n_q = queueing_values(st, p, res, window, values);
+	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
+		return false;
+	}
+	median = median_of(values, n_q);
+	band = plateau_band(p, res, median, latest);
+	/* oldest first: a short second is made up by the next queueing one */
+	for (unsigned i = window; i-- > 0;) {
+		const struct ceiling_sample *s = recent(st, i);
+		double x = sample_value(s, res);
+		bool in = is_queueing(p, s) && fabs(x - median) <= band;
+		unsigned j = i;
+
+		if (!in && i > 0) {
+			j = made_up_partner(st, p, i);
+			if (n_made_up < p->max_made_up &&
+			    is_made_up(p, res, s, recent(st, j), median, band)) {
+				n_made_up++;
+				n_in++;
+				sum += x;
+				ios += s->iops;
+				s = recent(st, j);
+				x = sample_value(s, res);
+				in = true;
+				i = j;
+			}
+		}
+		if (in) {
+			n_in++;
+			sum += x;
+			ios += s->iops;
+			latest_in = latest_in || i == 0;
+		}
+	}
+	if (n_in == 0 || n_q - n_in > fmax(p->max_outliers, floor(p->outlier_fraction * n_q)) ||
+	    ios / n_in < p->min_iops) {
+		return false;
+	}
+	*ret_level = sum / n_in;
+	*ret_latest_in_band = latest_in;
+	return true;
+}
+
+/* The demand the latest sample belongs to: the samples in a row up to it
+ * with requests waiting, how long they last, and whether the demand began
+ * after onset_quiet_sec without a queue or when the window began (iopsd
+ * started watching, or a gap restarted the window). */
+struct demand {
+	unsigned n;
+	double sec;
+	bool is_onset;
+};
+
+static struct demand current_demand(const struct ceiling_state *st, const struct ceiling_params *p)
+{
+	struct demand dm = {0};
+	double quiet = 0.0;
+	unsigned i = 0;
+
+	for (; i < st->n && is_queueing(p, recent(st, i)); i++) {
+		dm.n++;
+		dm.sec += recent(st, i)->interval_sec;
+	}
+	for (; i < st->n && quiet < p->onset_quiet_sec - 1e-6; i++) {
+		if (is_queueing(p, recent(st, i))) {
+			return dm; /* a queue came and went: not a demand rising from quiet */
+		}
+		quiet += recent(st, i)->interval_sec;
+	}
+	dm.is_onset = dm.n > 0;
+	return dm;
+}
+
+/* The most recent samples that span `seconds`; 0 when fewer than n are
+ * there. */
+static unsigned samples_spanning(const struct ceiling_state *st, double seconds, unsigned n)
+{
+	double sec = 0.0;
+	unsigned k = 0;
+
+	while (k < n && sec < seconds - 0.5 * recent(st, 0)->interval_sec) {
+		sec += recent(st, k++)->interval_sec;
+	}
+	return sec >= seconds - 0.5 * recent(st, 0)->interval_sec ? k : 0;
+}
+
+/* The onset test. A cap holds a demand that rose from quiet at one level
+ * from its first full second: a hypervisor's or a cgroup's token bucket
+ * gives each second the same count to within an I/O or two (iostat showed
+ * 600.00, 1000.0 and 20000 r/s, second after second), while a device that
+ * is merely busy wanders by percents. So in the first onset_horizon_sec of
+ * such a demand, onset_sec of it all within a band much narrower than the
+ * window test's (onset_tolerance, onset_slack_ios) is the plateau, found
+ * there and then. Only the few seconds after an onset are looked at, so a
+ * device busy all day is judged by the window test alone, as before. */
+static bool onset_test(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
+		       const struct demand *dm, double *ret_level)
+{
+	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0;
+	unsigned k;
+
+	if (!dm->is_onset || dm->sec > p->onset_horizon_sec + 1e-6) {
+		return false;
+	}
+	k = samples_spanning(st, p->onset_sec, dm->n);
+	if (k == 0) {
+		return false;
+	}
+	for (unsigned i = 0; i < k; i++) {
+		values[i] = sample_value(recent(st, i), res);
+	}
+	median = median_of(values, k);
+	band = band_of(p->onset_tolerance, p->onset_slack_ios, res, median, recent(st, 0));
+	for (unsigned i = 0; i < k; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+
+		if (fabs(sample_value(s, res) - median) > band) {
+			return false;
+		}
+		sum += sample_value(s, res);
+		ios += s->iops;
+	}
+	if (ios / k < p->min_iops) {
+		return false;
+	}
+	*ret_level = sum / k;
+	return true;
+}
+
+/* The window test (find_plateau()): whether its plateau takes the latest
+ * sample, holds one that fell short, or is not there. */
+enum window_verdict {
+	WINDOW_NONE,
+	WINDOW_LATEST_IN,
+	WINDOW_LATEST_SHORT,
+};
+
+static enum window_verdict window_test(const struct ceiling_state *st, const struct ceiling_params *p,
+				       enum resource res, double *ret_level)
+{
+	bool latest_in_band = false;
+
+	if (!find_plateau(st, p, res, ret_level, &latest_in_band)) {
+		return WINDOW_NONE;
+	}
+	return latest_in_band ? WINDOW_LATEST_IN : WINDOW_LATEST_SHORT;
+}
+
+/* The hold: once found, the plateau holds while the device stays on the
+ * estimate with requests queued, even if the window's make-up changed. */
+static bool holds(const struct ceiling_params *p, enum resource res, const struct ceiling_detector *d,
+		  const struct ceiling_sample *latest)
+{
+	return d->is_active && is_queueing(p, latest) &&
+	       fabs(sample_value(latest, res) - d->estimate) <= plateau_band(p, res, d->estimate, latest);
+}
+
+void plateau_found(struct ceiling_detector *d, double level, enum ceiling_stage stage)
+{
+	*d = (struct ceiling_detector){.estimate = level, .is_active = true, .found_by = stage};
+}
+
+/* No plateau: a device that sustains more than the estimate proves it wrong
+ * (the limit was raised, or the plateau was the workload's own). */
+static void release(struct ceiling_detector *d, const struct ceiling_params *p, double x)
+{
+	d->is_active = false;
+	if (d->estimate > 0 && x > d->estimate * p->contradict_factor) {
+		if (++d->n_above >= p->contradict_samples) {
+			*d = (struct ceiling_detector){0};
+		}
+	} else {
+		d->n_above = 0;
+	}
+}
+
+/* The onset test, the window test and the hold, in that order, for one
+ * resource. */
+static void detect(struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
+		   const struct demand *dm)
+{
+	struct ceiling_detector *d = res == RESOURCE_IOPS ? &st->iops : &st->throughput;
+	const struct ceiling_sample *latest = recent(st, 0);
+	double level;
+
+	if (onset_test(st, p, res, dm, &level)) {
+		plateau_found(d, level, CEILING_STAGE_ONSET);
+		return;
+	}
+	switch (window_test(st, p, res, &level)) {
+	case WINDOW_LATEST_IN:
+		plateau_found(d, level, CEILING_STAGE_WINDOW);
+		return;
+	case WINDOW_LATEST_SHORT:
+		/* one of the few seconds that fall short: the plateau holds if
+		 * it was already established */
+		if (d->is_active) {
+			return;
+		}
+		break;
+	case WINDOW_NONE:
+		break;
+	}
+	if (!holds(p, res, d, latest)) {
+		release(d, p, sample_value(latest, res));
+	}
+}
+
+/* The onset test, the window test and the hold, for IOPS and throughput. */
+void plateau_detect(struct ceiling_state *st, const struct ceiling_params *p)
+{
+	struct demand dm = current_demand(st, p);
+
+	detect(st, p, RESOURCE_IOPS, &dm);
+	detect(st, p, RESOURCE_THROUGHPUT, &dm);
+}
+
+const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i)
+{
+	return i < st->n ? recent(st, i) : NULL;
+}
+
+bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p,
+				double *ret_level)
+{
+	bool latest_in_band;
+
+	return find_plateau(st, p, RESOURCE_IOPS, ret_level, &latest_in_band) && latest_in_band;
+}
+
+bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)
+{
+	return is_queueing(p, s);
+}
+
+double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s)
+{
+	return plateau_band(p, RESOURCE_IOPS, level, s);
+}
