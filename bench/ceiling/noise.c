@@ -1,11 +1,13 @@
 /* How often the ceiling detector calls an uncapped device throttled: a
  * device whose IOPS wander at random by +-AMP from second to second around
  * 20000 while its queue stays full (queue 16, busy 100%), fed to
- * ceiling_update() for N seconds. With RUN and IDLE, the demand runs RUN
+ * ceiling_update() for N seconds, with the onset test and without it (the
+ * window test alone, as before it). With RUN and IDLE, the demand runs RUN
  * seconds and stops for IDLE (idle device), over and over: every start is
  * an onset the onset test looks at. Prints the seconds flagged, the
- * episodes (false alarms) and the episodes per device-day.
- * Run: build/bench/bench-ceiling-noise 0.04 200000 [RUN IDLE] */
+ * episodes (false alarms) and the episodes per device-day. LEVEL (20000)
+ * sets the IOPS the device wanders around.
+ * Run: build/bench/bench-ceiling-noise 0.04 200000 [RUN IDLE [LEVEL]] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,41 +35,67 @@ static struct device_rates busy(double iops)
 	};
 }
 
-int main(int argc, char **argv)
+struct tally {
+	unsigned long flagged, episodes, onsets;
+};
+
+/* n seconds of the wandering device (run and idle: the demand's on and off
+ * seconds, 0 for always on) fed to a detector with parameters p. */
+static struct tally replay(const struct ceiling_params *p, double amp, double level, unsigned long n,
+			   unsigned long run, unsigned long idle)
 {
 	struct ceiling_state st;
-	struct ceiling_params p;
 	struct device_ceiling out;
-	unsigned long n, run = 0, idle = 0, flagged = 0, episodes = 0, onsets = 0;
-	double amp;
+	struct tally t = {0};
 	bool was = false;
 
-	if (argc != 3 && argc != 5) {
-		fprintf(stderr, "usage: %s AMPLITUDE SECONDS [RUN IDLE]\n", argv[0]);
-		return 2;
-	}
-	amp = strtod(argv[1], NULL);
-	n = strtoul(argv[2], NULL, 10);
-	if (argc == 5) {
-		run = strtoul(argv[3], NULL, 10);
-		idle = strtoul(argv[4], NULL, 10);
-	}
+	rng_state = 42;
 	ceiling_state_init(&st);
-	ceiling_params_default(&p);
 	for (unsigned long i = 0; i < n; i++) {
 		bool is_idle = run && i % (run + idle) >= run;
-		struct device_rates x = busy(20000 * (1 + amp * noise()));
+		struct device_rates x = busy(level * (1 + amp * noise()));
 
 		if (is_idle) {
 			x = (struct device_rates){.valid = true, .interval_sec = 1.0};
 		}
-		onsets += !is_idle && (i == 0 || (run && i % (run + idle) == 0));
-		ceiling_update(&st, &p, NULL, &x, &out);
-		flagged += out.is_throttled;
-		episodes += out.is_throttled && !was;
+		t.onsets += !is_idle && (i == 0 || (run && i % (run + idle) == 0));
+		ceiling_update(&st, p, NULL, &x, &out);
+		t.flagged += out.is_throttled;
+		t.episodes += out.is_throttled && !was;
 		was = out.is_throttled;
 	}
-	printf("+-%.1f%%: throttled %lu of %lu s, %lu episodes (%.2f per device-day), %lu onsets\n",
-	       amp * 100, flagged, n, episodes, episodes * 86400.0 / n, onsets);
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	struct ceiling_params p, window_only;
+	unsigned long n, run = 0, idle = 0;
+	double amp, level = 20000;
+	struct tally a, b;
+
+	if (argc != 3 && argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: %s AMPLITUDE SECONDS [RUN IDLE [LEVEL]]\n", argv[0]);
+		return 2;
+	}
+	amp = strtod(argv[1], NULL);
+	n = strtoul(argv[2], NULL, 10);
+	if (argc >= 5) {
+		run = strtoul(argv[3], NULL, 10);
+		idle = strtoul(argv[4], NULL, 10);
+	}
+	if (argc == 6) {
+		level = strtod(argv[5], NULL);
+	}
+	ceiling_params_default(&p);
+	window_only = p;
+	window_only.onset_sec = 0;
+	a = replay(&p, amp, level, n, run, idle);
+	b = replay(&window_only, amp, level, n, run, idle);
+	printf(
+	    "%.0f IOPS +-%.1f%%, %lu onsets in %lu s: throttled %lu s, %lu episodes (%.2f per device-day); "
+	    "the window test alone %lu s, %lu episodes (%.2f per device-day)\n",
+	    level, amp * 100, a.onsets, n, a.flagged, a.episodes, a.episodes * 86400.0 / n, b.flagged,
+	    b.episodes, b.episodes * 86400.0 / n);
 	return 0;
 }

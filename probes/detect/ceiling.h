@@ -30,9 +30,10 @@ struct ceiling_params {
 					 * without requests waiting (3 s), or when iopsd began
 					 * watching ... */
 	double onset_horizon_sec;	/* ... and is at most this old (12 s) ... */
-	double onset_sec;		/* ... whose last onset_sec (4 s; 0: no onset test) ... */
+	double onset_sec;		/* ... whose last onset_sec (5 s; 0: no onset test) ... */
 	double onset_tolerance;		/* ... all sit within this share of their median (0.001) ... */
-	double onset_slack_ios;		/* ... or this many I/Os per interval (1.5) */
+	double onset_slack_ios;		/* ... or this many I/Os per interval (3) ... */
+	double onset_slack_max;		/* ... but no more than this share of it (0.003) */
 	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;	/* share of the window that must be queueing (0.8) */
@@ -84,6 +85,7 @@ struct ceiling_detector {
 	double estimate;	     /* 0 = none */
 	bool is_active;		     /* the plateau holds in the latest sample */
 	unsigned n_above;	     /* consecutive samples above estimate * contradict_factor */
+	unsigned n_off;		     /* the hold: 1 after a second off the estimate */
 	enum ceiling_stage found_by; /* of the estimate */
 };
 
