@@ -22,6 +22,10 @@
 /* libmicrohttpd worker threads (each polling its own connections) on hosts with two
  * or more CPUs. max_connections is shared out among them. */
 #define HTTP_THREADS 2u
+/* The scrape lane: connections taken past max_connections, each from an
+ * address that holds at most one other, for /metrics, /-/healthy, /-/ready
+ * and /healthz only. */
+#define HTTP_LANE_CONNECTIONS 16u
 /* Niceness of the server threads, relative to the probe threads' 0. */
 #define HTTP_NICE 10
 /* Per-connection memory for headers and the URL: a larger request gets 431. */

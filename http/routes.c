@@ -328,6 +328,51 @@ static enum MHD_Result handle_healthz(struct request *q)
 	return respond_json(q, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Plain text, as Prometheus answers its own /-/healthy and /-/ready. */
+static enum MHD_Result respond_text(struct request *q, unsigned status, const char *text)
+{
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+
+	if (resp) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	}
+	return queue(q, status, resp);
+}
+
+/* Liveness: the main loop publishes snapshots (a probe stuck in a hung
+ * filesystem is not a reason to restart iopsd: /healthz says that one). */
+static enum MHD_Result handle_healthy(struct request *q)
+{
+	struct snapshot *s = registry_acquire(q->ctx->registry);
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+	bool is_stuck = s && now > s->monotonic_usec && now - s->monotonic_usec > s->stale_after_usec;
+
+	if (s) {
+		snapshot_unref(s);
+	}
+	return respond_text(q, is_stuck ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK,
+			    is_stuck ? "iopsd is not healthy: its main loop is stuck\n"
+				     : "iopsd is Healthy.\n");
+}
+
+/* Readiness: a /proc/diskstats sample is published and the main loop is
+ * not stuck: /metrics has the devices. */
+static enum MHD_Result handle_ready(struct request *q)
+{
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+	const struct snapshot *s = q->snap;
+
+	if (!s->samples) {
+		return respond_text(q, MHD_HTTP_SERVICE_UNAVAILABLE, "iopsd is not ready: no sample yet\n");
+	}
+	if (now > s->monotonic_usec && now - s->monotonic_usec > s->stale_after_usec) {
+		return respond_text(q, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    "iopsd is not ready: its main loop is stuck\n");
+	}
+	return respond_text(q, MHD_HTTP_OK, "iopsd is Ready.\n");
+}
+
 static enum MHD_Result handle_status(struct request *q)
 {
 	char reason[256];
@@ -541,6 +586,8 @@ struct route {
 static const struct route routes[] = {
     {"/metrics", handle_metrics, false, NULL}, /* from the render cache */
     {"/healthz", handle_healthz, true, NULL},
+    {"/-/healthy", handle_healthy, false, NULL},
+    {"/-/ready", handle_ready, true, NULL},
     {"/api/v1/status", handle_status, true, no_params},
     {"/api/v1/devices", handle_devices, true, devices_params},
     {"/api/v1/probes", handle_probes, true, probes_params},

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "errstr.h"
 #include "log.h"
@@ -35,10 +37,19 @@
  * previous response, and its answer sent within connection_timeout of the
  * headers, however slowly the client trickles bytes in or reads them out
  * (libmicrohttpd's own timeout only counts inactivity). */
+/* A client's address, as connections are counted by it. */
+struct peer {
+	sa_family_t family;
+	unsigned char addr[16];
+};
+
 struct conn_track {
 	struct conn_track *prev, *next;
 	int fd;
 	uint64_t deadline_usec; /* monotonic; 0: none */
+	struct peer peer;
+	bool is_lane;	   /* taken past max_connections: the scrape lane's */
+	bool is_answering; /* the deadline is the answer's (the write deadline) */
 };
 
 /* A generation of libmicrohttpd daemons, one per listening socket, with the
@@ -62,6 +73,9 @@ struct http_server {
 
 	pthread_mutex_t conns_lock;
 	struct conn_track *conns;
+	unsigned n_conns;		 /* in conns */
+	unsigned accept_max_connections; /* max_connections, under conns_lock for on_accept() */
+	unsigned accept_max_per_ip;	 /* max_connections_per_ip, likewise */
 	uint64_t header_timeouts_total;
 };
 
@@ -72,24 +86,101 @@ static struct conn_track *connection_track(struct MHD_Connection *c)
 	return ci ? ci->socket_context : NULL;
 }
 
-static void set_deadline(struct http_server *h, struct MHD_Connection *c, uint64_t deadline)
+static void set_deadline(struct http_server *h, struct MHD_Connection *c, uint64_t deadline, bool is_answer)
 {
 	struct conn_track *t = connection_track(c);
 
 	if (t) {
 		pthread_mutex_lock(&h->conns_lock);
 		t->deadline_usec = deadline;
+		t->is_answering = is_answer;
 		pthread_mutex_unlock(&h->conns_lock);
 	}
 }
 
 static char request_seen;
 
+static struct peer peer_of(const struct sockaddr *addr)
+{
+	struct peer p = {.family = addr ? addr->sa_family : AF_UNSPEC};
+
+	if (p.family == AF_INET) {
+		memcpy(p.addr, &((const struct sockaddr_in *)(const void *)addr)->sin_addr, 4);
+	} else if (p.family == AF_INET6) {
+		memcpy(p.addr, &((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr, 16);
+	}
+	return p;
+}
+
+/* The connections address `p` holds now. Under conns_lock. */
+static unsigned held_by(const struct http_server *h, const struct peer *p)
+{
+	unsigned n = 0;
+
+	for (const struct conn_track *t = h->conns; t; t = t->next) {
+		n += t->peer.family == p->family && memcmp(t->peer.addr, p->addr, sizeof(p->addr)) == 0;
+	}
+	return n;
+}
+
+/* Who gets a connection, over all the server threads (each of
+ * libmicrohttpd's would count its own): an address holds at most
+ * max_connections_per_ip; past max_connections, HTTP_LANE_CONNECTIONS more
+ * are taken from addresses that hold at most one other (a scraper, a health
+ * check: its last connection may still be closing), and those may ask only
+ * for what a scraper asks for (is_lane_path()). So
+ * slow readers, a flood, or clients that keep their connections cannot
+ * fill the server against a scraper: they fill max_connections and are
+ * refused past it, and the scrape takes the lane. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct http_server *h = cls;
+	struct peer p = peer_of(addrlen > 0 ? addr : NULL);
+	enum MHD_Result r = MHD_YES;
+	unsigned held;
+
+	pthread_mutex_lock(&h->conns_lock);
+	held = held_by(h, &p);
+	if (held >= h->accept_max_per_ip || h->n_conns >= h->accept_max_connections + HTTP_LANE_CONNECTIONS ||
+	    (h->n_conns >= h->accept_max_connections && held > 1)) {
+		r = MHD_NO;
+	}
+	pthread_mutex_unlock(&h->conns_lock);
+	return r;
+}
+
+static bool is_lane_path(const char *url)
+{
+	return strcmp(url, "/metrics") == 0 || strcmp(url, "/-/healthy") == 0 ||
+	       strcmp(url, "/-/ready") == 0 || strcmp(url, "/healthz") == 0;
+}
+
+/* A lane connection asked for something else: 503, closed. */
+static enum MHD_Result queue_lane_refusal(struct MHD_Connection *c)
+{
+	static const char body[] = "busy: iopsd is at max_connections; a connection past it may ask only "
+				   "for /metrics, /-/healthy, /-/ready or /healthz; retry later\n";
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+
+	resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	r = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **req_cls)
 {
 	struct http_server *h = cls;
+	const struct conn_track *t = connection_track(c);
 
 	if (!*req_cls) {
 		/* the headers are in */
@@ -97,7 +188,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* the answer is due within the timeout: a client that reads it
 		 * a byte at a time does not keep it in memory for longer */
 		set_deadline(h, c,
-			     now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED));
+			     now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED),
+			     true);
 		if (!http_request_has_body(c)) {
 			/* answer on the next call: a response queued now would
 			 * cost the connection its keep-alive */
@@ -109,7 +201,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-
+	if (t && t->is_lane && !is_lane_path(url)) {
+		return queue_lane_refusal(c);
+	}
 	return routes_dispatch(&h->routes, c, url, method);
 }
 
@@ -119,7 +213,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct http_server *h = cls;
 
 	/* the next request's headers are due within the timeout */
-	set_deadline(h, c, now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED));
+	set_deadline(h, c, now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED),
+		     false);
 }
 
 /* Serving can wait, measuring cannot: the first time a server thread sees a
@@ -147,6 +242,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ai =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
 		yield_to_probes();
 
@@ -156,9 +253,12 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		}
 		t->fd = ci->connect_fd;
+		t->peer = peer_of(ai ? ai->client_addr : NULL);
 		t->deadline_usec =
 		    now_usec(CLOCK_MONOTONIC) + __atomic_load_n(&h->timeout_usec, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&h->conns_lock);
+		t->is_lane = h->n_conns >= h->accept_max_connections;
+		h->n_conns++;
 		t->next = h->conns;
 		if (h->conns) {
 			h->conns->prev = t;
@@ -175,6 +275,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return;
 	}
 	pthread_mutex_lock(&h->conns_lock);
+	h->n_conns--;
 	if (t->prev) {
 		t->prev->next = t->next;
 	} else {
@@ -219,7 +320,16 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 	pthread_mutex_lock(&h->conns_lock);
 	for (struct conn_track *t = h->conns; t; t = t->next) {
 		if (t->deadline_usec && now > t->deadline_usec) {
-			/* libmicrohttpd sees the shutdown and closes the connection */
+			/* libmicrohttpd sees the shutdown and closes the
+			 * connection. Past the write deadline, with no linger:
+			 * the close resets it, so that an answer the client
+			 * never read is dropped instead of kept by the kernel
+			 * for the client. */
+			if (t->is_answering) {
+				(void)setsockopt(t->fd, SOL_SOCKET, SO_LINGER,
+						 &(struct linger){.l_onoff = 1, .l_linger = 0},
+						 sizeof(struct linger));
+			}
 			shutdown(t->fd, SHUT_RDWR);
 			t->deadline_usec = 0;
 			n++;
@@ -289,12 +399,12 @@ static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 		tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	}
 	return MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
-	    http_threads(), MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-	    timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY_LIMIT,
-	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	    flags, 0, on_accept, h, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+	    http_threads(), MHD_OPTION_CONNECTION_LIMIT, 2 * (h->max_connections + HTTP_LANE_CONNECTIONS),
+	    MHD_OPTION_CONNECTION_TIMEOUT, timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)HTTP_CONNECTION_MEMORY_LIMIT, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+	    MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 /* Load --web.config.file, when there is one (TLS, basic auth, headers),
@@ -331,6 +441,10 @@ static void apply_limits(struct http_server *h, const struct config *cfg)
 	__atomic_store_n(&h->routes.max_history_points, cfg->max_history_points, __ATOMIC_RELAXED);
 	h->max_connections = (unsigned)cfg->max_connections;
 	h->max_connections_per_ip = (unsigned)cfg->max_connections_per_ip;
+	pthread_mutex_lock(&h->conns_lock);
+	h->accept_max_connections = h->max_connections;
+	h->accept_max_per_ip = h->max_connections_per_ip;
+	pthread_mutex_unlock(&h->conns_lock);
 }
 
 int http_server_new(const struct config *cfg, struct registry *registry, sd_event *event, char *err,
@@ -352,8 +466,8 @@ int http_server_new(const struct config *cfg, struct registry *registry, sd_even
 	/* from here on http_server_free() releases whatever was set up */
 	h->routes.registry = registry;
 	routes_context_init(&h->routes);
-	apply_limits(h, cfg);
 	pthread_mutex_init(&h->conns_lock, NULL);
+	apply_limits(h, cfg);
 	r = render_cache_new(registry, &h->routes.cache);
 	if (r < 0) {
 		return errstr_set(err, errlen, r, "Failed to create the /metrics cache: %s", strerror(-r));

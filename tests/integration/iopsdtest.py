@@ -261,11 +261,16 @@ def wait_until(pred, timeout, interval=0.2, what="condition"):
 
 
 class Scraper(threading.Thread):
-    """The normal client: GET /metrics every 200 ms from 127.0.0.1."""
+    """The normal client: GET /metrics once every `interval` (200 ms) from
+    127.0.0.1, each on a connection of its own, and after it each of
+    `also` ((path, text its answer holds), ...: health checks, as a
+    kubelet's). latencies are /metrics'; failures name the path."""
 
-    def __init__(self, d):
+    def __init__(self, d, interval=0.2, also=()):
         super().__init__(daemon=True)
         self.d = d
+        self.interval = interval
+        self.paths = (("/metrics", b"iopsd_build_info"),) + tuple(also)
         self.stop = threading.Event()
         self.latencies = []
         self.failures = []
@@ -273,14 +278,17 @@ class Scraper(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             t0 = time.monotonic()
-            try:
-                status, _, body = self.d.get("/metrics", timeout=30)
-                if status != 200 or b"iopsd_build_info" not in body:
-                    self.failures.append(f"status {status}")
-            except OSError as e:
-                self.failures.append(repr(e))
-            self.latencies.append(time.monotonic() - t0)
-            self.stop.wait(0.2)
+            for path, needle in self.paths:
+                s0 = time.monotonic()
+                try:
+                    status, _, body = self.d.get(path, timeout=30)
+                    if status != 200 or needle not in body:
+                        self.failures.append(f"{path}: status {status} {body[:100]!r}")
+                except OSError as e:
+                    self.failures.append(f"{path}: {e!r}")
+                if path == "/metrics":
+                    self.latencies.append(time.monotonic() - s0)
+            self.stop.wait(max(0.0, self.interval - (time.monotonic() - t0)))
 
 
 # Loop devices, ext4 mounts, process figures ------------------------------

@@ -137,7 +137,11 @@ def check_endpoints(s):
         st, _, b = request("GET", "/healthz", port=p)
         return st == 200 and json.loads(b)["status"] == "ok"
     wait_until(healthy, 30, 0.2, "/healthz 200")
-    print("ok: endpoints, negotiation, gzip, HEAD")
+    for path, text in (("/-/healthy", b"iopsd is Healthy.\n"), ("/-/ready", b"iopsd is Ready.\n")):
+        status, h, body = request("GET", path, port=p)
+        assert status == 200 and h["content-type"].startswith("text/plain") and body == text, \
+            (path, status, h, body)
+    print("ok: endpoints, negotiation, gzip, HEAD, /-/healthy, /-/ready")
 
 
 def check_errors(s):
@@ -209,7 +213,7 @@ def wait_held(port, accepted, what):
     wait_until(lambda: held(port) == (accepted, 0), 30, 0.02, what)
 
 
-def attempt(port, source="127.0.0.1", timeout=1.5):
+def attempt(port, source="127.0.0.1", timeout=1.5, path="/healthz"):
     """What the server does with a new connection that sends a request:
     "served" (a reply), "closed" (closed or reset unanswered: the per-IP
     limit), "queued" (no reply within `timeout` while it still waits in the
@@ -222,8 +226,9 @@ def attempt(port, source="127.0.0.1", timeout=1.5):
         so.bind((source, 0))
         so.connect(("127.0.0.1", port))
         me = so.getsockname()
-        so.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        return "closed" if so.recv(100) == b"" else "served"
+        so.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        head = so.recv(100)
+        return "closed" if head == b"" else "busy" if head.startswith(b"HTTP/1.1 503") else "served"
     except (ConnectionResetError, BrokenPipeError):
         return "closed"
     except socket.timeout:
@@ -246,10 +251,20 @@ def check_limits():
         # a slow reply is no refusal: the address must be served
         got = attempt(s.port, "127.0.0.2", timeout=15)
         assert got == "served", f"another address was not served ({got})"
+        wait_held(s.port, 3, "the server to close the served connection")
         more = open_idle(3, s.port, "127.0.0.3")
         wait_held(s.port, 6, "the server to hold 6 connections")
+        got = attempt(s.port, "127.0.0.3")
+        assert got in ("closed", "queued"), \
+            f"a 7th connection from an address that holds 3 was not refused ({got}; max_connections=6)"
+        # past max_connections, the scrape lane: an address that holds at
+        # most one other gets in, for /metrics and the health checks only
         got = attempt(s.port, "127.0.0.4")
-        assert got in ("closed", "queued"), f"a 7th connection was not refused ({got}; max_connections=6)"
+        assert got == "served", f"a scraper's /healthz past max_connections was not served ({got})"
+        got = attempt(s.port, "127.0.0.4", path="/-/ready")
+        assert got == "served", f"a scraper's /-/ready past max_connections was not served ({got})"
+        got = attempt(s.port, "127.0.0.5", path="/api/v1/devices")
+        assert got == "busy", f"/api/v1/devices on the scrape lane was not refused with 503 ({got})"
         for so in socks + more:
             so.close()
         wait_until(lambda: attempt(s.port, timeout=15) == "served", 30, 0.2,
