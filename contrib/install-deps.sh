@@ -31,6 +31,11 @@ if [ "$mode" = "--package" ] || [ "$mode" = "--tests" ]; then
 fi
 if [ "$mode" = "--tests" ]; then
 	want+=("${tests[@]}")
+	# Node.js for tests/kubernetes/: Debian's nodejs and npm, unless a node
+	# and an npm are there already (a nodejs package of another origin
+	# carries its own npm and conflicts with Debian's)
+	command -v node >/dev/null || want+=(nodejs)
+	command -v npm >/dev/null || want+=(npm)
 fi
 
 # What dpkg-buildpackage itself checks: build-essential and debian/control's
@@ -42,11 +47,25 @@ builddeps_met() {
 	(cd "$top" && dpkg-checkbuilddeps >/dev/null 2>&1)
 }
 
+# tests/kubernetes/'s packages, as its package-lock.json pins them; npm ci
+# again only when the lock changed since the last one (a copy of the lock
+# it installed is kept in node_modules, which npm ci empties first).
+# Neither audit nor funding requests: the install needs the registry alone.
+node_modules() {
+	local dir=$top/tests/kubernetes
+	[ "$mode" = "--tests" ] || return 0
+	cmp -s "$dir/package-lock.json" "$dir/node_modules/.iopsd-package-lock.json" && return 0
+	echo "iopsd: npm ci in tests/kubernetes"
+	(cd "$dir" && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error)
+	cp "$dir/package-lock.json" "$dir/node_modules/.iopsd-package-lock.json"
+}
+
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ] && builddeps_met; then
+	node_modules
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -68,3 +87,4 @@ if ! builddeps_met; then
 		exit 1
 	fi
 fi
+node_modules
