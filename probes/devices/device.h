@@ -23,6 +23,16 @@ const char *device_kind_to_string(enum device_kind k);
 /* Mount points kept per device: bind mounts and containers can mount one
  * filesystem hundreds of times. */
 #define DEVICE_MAX_MOUNTPOINTS 16
+/* PersistentVolume and pod pairs kept per device (a volume mounted by
+ * several pods on the node, a filesystem that holds several volumes). */
+#define DEVICE_MAX_PERSISTENTVOLUMES 16
+
+/* A Kubernetes PersistentVolume on a device and a pod that mounts it, as
+ * the kubelet's mount paths name them (kubelet.h). */
+struct device_persistentvolume {
+	char *persistentvolume;
+	char *pod_uid; /* "" while no path names a pod of the volume */
+};
 
 /* A list of device names (md/dm members, mount points, a shared ceiling's
  * devices, the volumes [instance] counts) is an array and a count; this is
@@ -58,6 +68,9 @@ struct device_topology {
 	char *volume_id;    /* the volume id an EBS-style serial spells
 			     * ("vol0123..." -> "vol-0123..."; a partition has
 			     * its disk's), "" otherwise */
+	struct device_persistentvolume *persistentvolumes; /* n_persistentvolumes, sorted by volume then
+							    * pod; NULL when none */
+	size_t n_persistentvolumes;
 };
 
 /* Ceiling and limit state of a device (filled by the detection stage, probes/detect/). */

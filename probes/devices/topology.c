@@ -1,4 +1,5 @@
-/* Block device topology from sysfs, and mount points from mountinfo. */
+/* Block device topology from sysfs, and mount points and the kubelet's
+ * volumes from mountinfo. */
 #include "topology.h"
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 
 #include "ebs_nvme.h"
 #include "fileio.h"
+#include "kubelet.h"
 #include "macro.h"
 #include "multipath.h"
 #include "refcount.h"
@@ -177,6 +179,7 @@ static void topology_device_done(struct topology_device *d)
 	free(d->topo.dm_name);
 	free(d->topo.raid_level);
 	free(d->topo.volume_id);
+	kubelet_volumes_free(d->topo.persistentvolumes, d->topo.n_persistentvolumes);
 	free(d->backing_file);
 	free(d->members);
 }
@@ -415,6 +418,48 @@ static int assign_mountpoints(struct topology *t)
 	return 0;
 }
 
+/* A raw block volume's device node bind-mounted by the kubelet: a mount
+ * of devtmpfs (st_dev is devtmpfs's, not the node's) whose root is the
+ * node, "/nvme1n1". Only devtmpfs: any user may mount FUSE with a root
+ * that looks like one. */
+static const struct topology_device *device_node_mount(const struct topology *t,
+						       const struct mountinfo_entry *m)
+{
+	if (strcmp(m->fstype, "devtmpfs") != 0 || m->root[0] != '/' || m->root[1] == '\0') {
+		return NULL;
+	}
+	return topology_find(t, m->root + 1);
+}
+
+/* Each device's PersistentVolumes and the pods that mount them, from the
+ * kubelet's paths among the mounts: a filesystem's mounts, and a raw block
+ * volume's device node bind-mounted. */
+static int assign_persistentvolumes(struct topology *t)
+{
+	for (size_t i = 0; i < t->n_mounts; i++) {
+		const struct mountinfo_entry *m = &t->mounts[i];
+		const struct topology_device *d;
+		struct device_topology *ti;
+		struct kubelet_volume v;
+		int r;
+
+		if (!kubelet_volume_parse(m->mountpoint, &v)) {
+			continue;
+		}
+		d = mount_device(t, m);
+		d = d ? d : device_node_mount(t, m);
+		if (!d) {
+			continue;
+		}
+		ti = &t->devices[d - t->devices].topo;
+		r = kubelet_volume_add(&ti->persistentvolumes, &ti->n_persistentvolumes, &v);
+		if (r < 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
 static int read_mounts(const char *procfs, struct topology *t)
 {
 	_cleanup_free_ char *path = path_join(procfs, "self/mountinfo");
@@ -492,6 +537,10 @@ int topology_build(const char *procfs, const char *sysfs, const struct diskstats
 		return r;
 	}
 	r = assign_mountpoints(t);
+	if (r < 0) {
+		return r;
+	}
+	r = assign_persistentvolumes(t);
 	if (r < 0) {
 		return r;
 	}

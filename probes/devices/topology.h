@@ -1,8 +1,9 @@
 /* Block device topology from sysfs (partition -> whole disk, md/dm ->
- * members, block size, rotational, model, size) and mount points from
- * mountinfo (mount -> device by major:minor). Built when the set of devices
- * changes and every minute, then immutable and refcounted, so that sampler
- * snapshots can point at its strings. */
+ * members, block size, rotational, model, size), mount points from
+ * mountinfo (mount -> device by major:minor) and the Kubernetes
+ * PersistentVolumes the kubelet's mount paths among them name (kubelet.h).
+ * Built when the set of devices changes and every minute, then immutable
+ * and refcounted, so that sampler snapshots can point at its strings. */
 #pragma once
 
 #include <stdbool.h>

@@ -183,14 +183,11 @@ static void test_mount_points_are_attributed_by_devnum(void **state)
 	topology_unref(t);
 }
 
-/* mountinfo's source names a device only for btrfs (a user's FUSE mount
- * with fsname=/dev/xvdf does not get xvdf's labels); a "," inside a mount
- * point stays inside one entry; at most DEVICE_MAX_MOUNTPOINTS per device;
- * iopsd's own probe directory bind-mounted by its unit is none of them. */
-static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **state)
+/* The ec2-md-raid0 tree with the lines `write` writes appended to its
+ * mountinfo: a copy under /tmp, removed once the topology is built. */
+static struct topology *build_with_mounts(void (*write)(FILE *f))
 {
 	char dir[] = "/tmp/iopsd-topology-XXXXXX", cmd[512], proc[600], sys[600], path[700];
-	const struct topology_device *d;
 	struct topology *t;
 	FILE *f;
 
@@ -201,6 +198,18 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", dir);
 	f = fopen(path, "ae");
 	assert_non_null(f);
+	write(f);
+	fclose(f);
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	t = build_at(proc, sys);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return t;
+}
+
+static void write_untrusted_and_many_mounts(FILE *f)
+{
 	fputs("60 22 0:60 / /home/u/fuse rw - fuse.sshfs /dev/xvdf rw\n", f);
 	fputs("61 22 0:61 / /btr rw - btrfs /dev/xvdg rw\n", f);
 	fputs("62 22 202:1 / /mnt/a,b rw - ext4 /dev/xvda1 rw\n", f);
@@ -209,10 +218,18 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	for (int i = 0; i < 30; i++) {
 		fprintf(f, "%d 22 202:1 / /bind/%d rw - ext4 /dev/xvda1 rw\n", 70 + i, i);
 	}
-	fclose(f);
-	snprintf(proc, sizeof(proc), "%s/proc", dir);
-	snprintf(sys, sizeof(sys), "%s/sys", dir);
-	t = build_at(proc, sys);
+}
+
+/* mountinfo's source names a device only for btrfs (a user's FUSE mount
+ * with fsname=/dev/xvdf does not get xvdf's labels); a "," inside a mount
+ * point stays inside one entry; at most DEVICE_MAX_MOUNTPOINTS per device;
+ * iopsd's own probe directory bind-mounted by its unit is none of them. */
+static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **state)
+{
+	struct topology *t = build_with_mounts(write_untrusted_and_many_mounts);
+	const struct topology_device *d;
+	char path[700];
+
 	assert_string_equal(get(t, "xvdf")->topo.mountpoints, "");
 	assert_int_equal(get(t, "xvdf")->topo.n_mountpoints, 0);
 	assert_string_equal(get(t, "xvdg")->topo.mountpoints, "/btr");
@@ -228,8 +245,70 @@ static void test_mount_points_trust_no_source_but_btrfs_and_are_capped(void **st
 	}
 	assert_string_equal(d->topo.mountpoints, path);
 	topology_unref(t);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+}
+
+#define PV_A	"pvc-5b1f0c2e-7d3a-4e9b-8c6d-0f1e2d3c4b5a"
+#define PV_B	"pvc-0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"
+#define POD_1	"8d3c1f0e-6b9a-4c2d-9e7f-1a2b3c4d5e6f"
+#define POD_2	"2c4e6a8b-0d1f-4e3a-9b7c-5d6e7f8a9b0c"
+#define KUBELET "/var/lib/kubelet"
+#define CSI	"/var/lib/kubelet/plugins/kubernetes.io/csi"
+
+/* A Kubernetes node: xvdf holds PV_A, staged by its CSI driver (a path
+ * named by a hash) and mounted by two pods; xvdg a volume staged as older
+ * kubelets name it, no pod yet; loop0 the raw block volume PV_B, its node
+ * bind-mounted for POD_2 (devtmpfs's 0:5, the node as the root); and what
+ * must name nothing: a user's FUSE mount claiming xvda1 and a tmpfs whose
+ * root looks like a node, both at kubelet-shaped paths. */
+static void write_kubelet_mounts(FILE *f)
+{
+	fputs("200 22 202:80 / " CSI
+	      "/ebs.csi.aws.com/3f0b2b2c6e0e4a0d9f5f0a1e8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
+	      "1a0b9c/globalmount rw,relatime shared:71 - ext4 /dev/xvdf rw\n",
+	      f);
+	fputs("201 22 202:80 / " KUBELET "/pods/" POD_2 "/volumes/kubernetes.io~csi/" PV_A
+	      "/mount rw,relatime shared:71 - ext4 /dev/xvdf rw\n",
+	      f);
+	fputs("202 22 202:80 / " KUBELET "/pods/" POD_1 "/volumes/kubernetes.io~csi/" PV_A
+	      "/mount rw,relatime shared:71 - ext4 /dev/xvdf rw\n",
+	      f);
+	fputs("203 22 202:96 / " CSI "/pv/pvc-legacy-1/globalmount rw - xfs /dev/xvdg rw\n", f);
+	fputs("204 25 0:5 /loop0 " CSI "/volumeDevices/" PV_B "/dev/" POD_2
+	      " rw,nosuid shared:2 - devtmpfs udev rw,size=4010k\n",
+	      f);
+	fputs("205 22 0:62 / /home/u/pods/" POD_1 "/volumes/kubernetes.io~csi/pvc-fake/mount rw - fuse.x "
+	      "/dev/xvda1 rw\n",
+	      f);
+	fputs("206 22 0:40 /xvda " CSI "/volumeDevices/pvc-fake/dev/" POD_1 " rw - tmpfs tmpfs rw\n", f);
+}
+
+static void assert_volume(const struct topology_device *d, size_t i, const char *pv, const char *pod)
+{
+	assert_true(i < d->topo.n_persistentvolumes);
+	assert_string_equal(d->topo.persistentvolumes[i].persistentvolume, pv);
+	assert_string_equal(d->topo.persistentvolumes[i].pod_uid, pod);
+}
+
+static void test_kubelet_paths_name_each_devices_persistentvolumes(void **state)
+{
+	struct topology *t = build_with_mounts(write_kubelet_mounts);
+
+	assert_int_equal(get(t, "xvdf")->topo.n_persistentvolumes, 2);
+	assert_volume(get(t, "xvdf"), 0, PV_A, POD_2);
+	assert_volume(get(t, "xvdf"), 1, PV_A, POD_1);
+	/* the kubelet's paths are the device's mount points, as any are */
+	assert_int_equal(get(t, "xvdf")->topo.n_mountpoints, 3);
+	assert_int_equal(get(t, "xvdg")->topo.n_persistentvolumes, 1);
+	assert_volume(get(t, "xvdg"), 0, "pvc-legacy-1", "");
+	/* a device node bind-mounted is no mount of its filesystem */
+	assert_int_equal(get(t, "loop0")->topo.n_persistentvolumes, 1);
+	assert_volume(get(t, "loop0"), 0, PV_B, POD_2);
+	assert_int_equal(get(t, "loop0")->topo.n_mountpoints, 0);
+	assert_int_equal(get(t, "xvda1")->topo.n_persistentvolumes, 0);
+	assert_int_equal(get(t, "xvda")->topo.n_persistentvolumes, 0);
+	assert_null(get(t, "xvda")->topo.persistentvolumes);
+	assert_int_equal(get(t, "md0")->topo.n_persistentvolumes, 0);
+	topology_unref(t);
 }
 
 /* A list's label: joined with commas, truncated to the buffer, and the
@@ -347,6 +426,7 @@ int main(void)
 	    cmocka_unit_test(test_attributes_come_from_sysfs),
 	    cmocka_unit_test(test_mount_points_are_attributed_by_devnum),
 	    cmocka_unit_test(test_mount_points_trust_no_source_but_btrfs_and_are_capped),
+	    cmocka_unit_test(test_kubelet_paths_name_each_devices_persistentvolumes),
 	    cmocka_unit_test(test_path_maps_through_partition_and_raid_to_members),
 	    cmocka_unit_test(test_overmount_hides_the_earlier_mount),
 	    cmocka_unit_test(test_device_missing_from_sysfs_gets_defaults),
