@@ -322,18 +322,43 @@ static int add_provider_json(const struct device_state *d, json_t *dev)
 	return r < 0 ? -ENOMEM : 0;
 }
 
+/* What the kubelet's mount paths name on the device: {persistentvolumes:
+ * [{persistentvolume, pod_uid (null where no path names a pod)}]}; null on
+ * other devices. */
+static json_t *kubernetes_json(const struct device_topology *t)
+{
+	json_t *a;
+
+	if (t->n_persistentvolumes == 0) {
+		return json_null();
+	}
+	a = json_array();
+	for (size_t i = 0; a && i < t->n_persistentvolumes; i++) {
+		const struct device_persistentvolume *v = &t->persistentvolumes[i];
+
+		if (json_array_append_new(a, json_pack("{s:o,s:o}", "persistentvolume",
+						       str(v->persistentvolume), "pod_uid",
+						       v->pod_uid[0] ? str(v->pod_uid) : json_null())) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a ? json_pack("{s:o}", "persistentvolumes", a) : NULL;
+}
+
 static json_t *device_json(const struct device_state *d)
 {
 	const struct device_topology *t = &d->topo;
 
 	return json_pack(
-	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
+	    "{s:o,s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
 	    str(d->raw.name), "major", (json_int_t)d->raw.major, "minor", (json_int_t)d->raw.minor, "kind",
 	    device_kind_to_string(t->kind), "parent", str(t->parent), "members", members_json(t, 0, true),
 	    "mountpoints", strings((const char *const *)t->mountpoint_list, t->n_mountpoints), "model",
 	    str(t->model), "volume_id", t->volume_id && t->volume_id[0] ? str(t->volume_id) : json_null(),
-	    "rotational", t->is_rotational, "size_bytes", t->size_bytes ? count(t->size_bytes) : json_null(),
-	    "logical_block_size", t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",
+	    "kubernetes", kubernetes_json(t), "rotational", t->is_rotational, "size_bytes",
+	    t->size_bytes ? count(t->size_bytes) : json_null(), "logical_block_size",
+	    t->logical_block_size ? count(t->logical_block_size) : json_null(), "rates",
 	    rates_json(&d->rates, &d->raw), "member_rates",
 	    d->has_member_rates ? rates_json(&d->member_rates, &d->raw) : json_null(), "limits",
 	    limits_json(&d->ceiling), "ceiling", ceiling_json(d), "md", md_json(d), "counters",

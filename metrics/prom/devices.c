@@ -142,6 +142,25 @@ static void emit_info(struct prom_writer *w, const struct device_family *f, cons
 	prom_sample(w, f->name, l, ELEMENTSOF(l) - (has_volume_id ? 0 : 1), 1);
 }
 
+/* A series per Kubernetes PersistentVolume and pod the kubelet's mount
+ * paths name on the device, pod_uid only where a path names one; none on
+ * other devices. A family of its own: iopsd_device_info keeps one series,
+ * and its labels, per device. */
+static void emit_persistentvolume(struct prom_writer *w, const struct device_family *f,
+				  const struct device_state *d)
+{
+	for (size_t i = 0; i < d->topo.n_persistentvolumes; i++) {
+		const struct device_persistentvolume *v = &d->topo.persistentvolumes[i];
+		struct prom_label l[] = {
+		    {"device", d->raw.name},
+		    {"persistentvolume", v->persistentvolume},
+		    {"pod_uid", v->pod_uid},
+		};
+
+		prom_sample(w, f->name, l, ELEMENTSOF(l) - (v->pod_uid[0] ? 0 : 1), 1);
+	}
+}
+
 static void emit_size(struct prom_writer *w, const struct device_family *f, const struct device_state *d)
 {
 	struct prom_label l = {"device", d->raw.name};
@@ -383,6 +402,11 @@ static const struct device_family device_families[] = {
      "Always 1; the device's kind (disk, partition, md, dm, loop), md/dm members, mount points and, where "
      "its serial is an EBS volume id, volume_id.",
      emit_info},
+    {"iopsd_device_persistentvolume_info", FAMILY_GAUGE,
+     "Always 1; a Kubernetes PersistentVolume on the device, as the kubelet's mount paths name it, and a pod "
+     "that mounts it (pod_uid, where a path names one). Join kube-state-metrics' "
+     "kube_persistentvolume_claim_ref on persistentvolume for its claim.",
+     emit_persistentvolume},
     {"iopsd_device_size_bytes", FAMILY_GAUGE, "Size of the device in bytes.", emit_size},
     /* /proc/diskstats, named after node_exporter's node_disk_* */
     {"iopsd_device_reads_completed_total", FAMILY_COUNTER, "Reads completed (diskstats field 1).", emit_raw,

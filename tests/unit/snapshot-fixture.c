@@ -22,6 +22,14 @@
 
 static char *md0_members[] = {"nvme2n1", "nvme3n1", NULL};
 
+/* The Kubernetes volumes the kubelet's paths name: nvme1n1's mounted by
+ * two pods, md0's staged with no pod yet. */
+static struct device_persistentvolume nvme1n1_volumes[] = {
+    {"pvc-5b1f0c2e-7d3a-4e9b-8c6d-0f1e2d3c4b5a", "2c4e6a8b-0d1f-4e3a-9b7c-5d6e7f8a9b0c"},
+    {"pvc-5b1f0c2e-7d3a-4e9b-8c6d-0f1e2d3c4b5a", "8d3c1f0e-6b9a-4c2d-9e7f-1a2b3c4d5e6f"},
+};
+static struct device_persistentvolume md0_volumes[] = {{"local-pv-md0", ""}};
+
 /* The strings are the fixture's (string literals): a sampler snapshot
  * without a topology owns none. */
 static char *mount_pool[16];
@@ -116,6 +124,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	topo(d, DEVICE_KIND_DISK, NULL, "/data", "Amazon Elastic Block Store");
 	d->topo.size_bytes = 107374182400ULL;
 	d->topo.logical_block_size = 512;
+	d->topo.persistentvolumes = nvme1n1_volumes;
+	d->topo.n_persistentvolumes = ELEMENTSOF(nvme1n1_volumes);
 	d->ceiling = (struct device_ceiling){
 	    .iops_limit = 3000,
 	    .throughput_limit = 131072000,
@@ -179,6 +189,8 @@ static struct sampler_snapshot *fixture_samples(void)
 	topo(d, DEVICE_KIND_MD, md0_members, "/srv", "");
 	d->topo.size_bytes = 214748364800ULL;
 	d->topo.logical_block_size = 4096;
+	d->topo.persistentvolumes = md0_volumes;
+	d->topo.n_persistentvolumes = ELEMENTSOF(md0_volumes);
 	d->ceiling.iops_limit_ratio = NAN;
 	d->ceiling.throughput_limit_ratio = NAN;
 	d->ceiling.is_saturated = true;
