@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Which PersistentVolume a device is, from the kubelet's mount paths, as a
+Kubernetes node has them (no cluster: the mounts alone), under a kubelet
+root of the test's own (TMP/var/lib/kubelet, as --root-dir would put it):
+
+  - an ext4 loop device staged where a CSI driver stages it
+    (plugins/kubernetes.io/csi/DRIVER/HASH/globalmount, which names no PV)
+    and bind-mounted into two pods
+    (pods/POD_UID/volumes/kubernetes.io~csi/PV/mount);
+  - a second loop device published as a raw block volume: its device node
+    bind-mounted at plugins/kubernetes.io/csi/volumeDevices/PV/dev/POD_UID.
+
+iopsd runs a probe in the first pod's volume, and
+
+  - /metrics has iopsd_device_persistentvolume_info{device, persistentvolume,
+    pod_uid} 1 for the filesystem's device once per pod, for the raw block
+    device with its pod, and for no other device;
+  - iopsd_device_info keeps its labels (no persistentvolume);
+  - the probe in the pod's volume runs and is placed on that device;
+  - /api/v1/devices has the same in each device's kubernetes.persistentvolumes."""
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+import iopsdtest as t  # noqa: E402
+
+PV = f"pvc-{uuid.uuid4()}"
+RAW_PV = f"pvc-{uuid.uuid4()}"
+PODS = sorted(str(uuid.uuid4()) for _ in range(2))
+DRIVER = "ebs.csi.aws.com"
+HASH = uuid.uuid4().hex * 2  # a sha256's length
+
+CONFIG = """[global]
+state_directory=@TMP@
+
+[claim]
+directory={directory}
+rw=randread
+bs=4k
+size=8m
+runtime=1s
+interval=2s
+"""
+
+
+def volume_series(text):
+    """{device: [labels of each iopsd_device_persistentvolume_info series]}"""
+    found = {}
+    for line in text.splitlines():
+        if not line.startswith("iopsd_device_persistentvolume_info{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        assert line.rsplit(" ", 1)[1] == "1", line
+        found.setdefault(labels.pop("device"), []).append(labels)
+    return found
+
+
+def info_labels(text, device):
+    """The label names of the device's iopsd_device_info series."""
+    for line in text.splitlines():
+        if line.startswith("iopsd_device_info{") and f'device="{device}"' in line:
+            return sorted(re.findall(r'(\w+)="', line.split("}", 1)[0]))
+    return None
+
+
+class KubeletMounts:
+    """The node's mounts, made in order and undone in reverse."""
+
+    def __init__(self, root):
+        self.kubelet = os.path.join(root, "var/lib/kubelet")
+        self.mounted = []
+
+    def pod_volume(self, pod, pv):
+        return os.path.join(self.kubelet, "pods", pod, "volumes/kubernetes.io~csi", pv, "mount")
+
+    def mount(self, target, *args, is_file=False):
+        os.makedirs(os.path.dirname(target) if is_file else target, exist_ok=True)
+        if is_file:
+            open(target, "w").close()
+        t.run("mount", *args, target)
+        self.mounted.append(target)
+
+    def stage_and_publish(self, dev):
+        """A CSI driver's staging mount, then a bind mount into each pod."""
+        staging = os.path.join(self.kubelet, "plugins/kubernetes.io/csi", DRIVER, HASH, "globalmount")
+        self.mount(staging, "-t", "ext4", dev)
+        for pod in PODS:
+            self.mount(self.pod_volume(pod, PV), "--bind", staging)
+
+    def map_block(self, dev, pod):
+        """A raw block volume: the kubelet bind-mounts the device node."""
+        node = os.path.join(self.kubelet, "plugins/kubernetes.io/csi/volumeDevices", RAW_PV, "dev", pod)
+        self.mount(node, "--bind", dev, is_file=True)
+
+    def cleanup(self):
+        for target in reversed(self.mounted):
+            if t.run("umount", target, check=False).returncode != 0:
+                t.run("umount", "-l", target, check=False)
+        self.mounted = []
+
+
+def check_metrics(d, fs, raw):
+    text = t.wait_until(
+        lambda: (lambda m: m if t.metric_value(m, "iopsd_probe_runs_total", {"probe": "claim"}) else None)(
+            d.metrics()), 60, 0.5, "a run of the probe in the pod's volume")
+    series = volume_series(text)
+    print(f"iopsd_device_persistentvolume_info: {json.dumps(series, sort_keys=True)}")
+    want_fs = [{"persistentvolume": PV, "pod_uid": pod} for pod in PODS]
+    want_raw = [{"persistentvolume": RAW_PV, "pod_uid": PODS[1]}]
+    assert series.get(fs.name) == want_fs, f"{fs.name}: {series.get(fs.name)}, want {want_fs}"
+    assert series.get(raw.name) == want_raw, f"{raw.name}: {series.get(raw.name)}, want {want_raw}"
+    assert set(series) == {fs.name, raw.name}, f"other devices with a volume: {sorted(series)}"
+    labels = info_labels(text, fs.name)
+    assert labels == ["device", "kind", "members", "mountpoint"], f"iopsd_device_info of {fs.name}: {labels}"
+    assert t.metric_value(text, "iopsd_probe_info", {"probe": "claim", "device": fs.name}) == 1, \
+        [line for line in text.splitlines() if line.startswith("iopsd_probe_info")]
+    assert t.metric_value(text, "iopsd_probe_success", {"probe": "claim"}) == 1, d.read_log()[-2000:]
+    return want_fs, want_raw
+
+
+def check_json(d, fs, raw, want_fs, want_raw):
+    for dev, want in ((fs, want_fs), (raw, want_raw)):
+        doc = d.get_json(f"/api/v1/devices?device={dev.name}")
+        got = doc["devices"][0]["kubernetes"]
+        print(f"/api/v1/devices {dev.name} kubernetes: {json.dumps(got)}")
+        assert got == {"persistentvolumes": want}, f"{dev.name}: {got}, want {want}"
+
+
+def main():
+    t.require_root()
+    t.require_tool("losetup", "mkfs.ext4", "mount", "umount")
+    root = tempfile.mkdtemp(prefix="iopsd-kubelet-", dir="/var/tmp")
+    node = KubeletMounts(root)
+    fs = raw = d = None
+    try:
+        fs = t.LoopDevice("kubelet-fs", 64, in_memory=True)
+        raw = t.LoopDevice("kubelet-raw", 16, in_memory=True)
+        t.run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", fs.path)
+        node.stage_and_publish(fs.path)
+        node.map_block(raw.path, PODS[1])
+        d = t.Daemon(CONFIG.format(directory=node.pod_volume(PODS[0], PV)))
+        d.start()
+        want_fs, want_raw = check_metrics(d, fs, raw)
+        check_json(d, fs, raw, want_fs, want_raw)
+        rc, _ = d.stop()
+        assert rc == 0, f"iopsd exited with {rc}"
+        print(f"ok: {fs.name} is {PV} for pods {', '.join(PODS)}, and its probe ran there; "
+              f"{raw.name} is the raw block volume {RAW_PV} of pod {PODS[1]}")
+    finally:
+        if d:
+            d.cleanup()
+        node.cleanup()
+        for loop in (fs, raw):
+            if loop:
+                loop.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
