@@ -35,14 +35,14 @@ static bool component_is(struct component c, const char *s)
 	return component_eq(c, (struct component){s, strlen(s)});
 }
 
-/* The last `max` components of `path` (fewer when it has fewer) into ret,
- * in order; returns how many. */
-static size_t path_tail(const char *path, struct component *ret, size_t max)
+/* The last LAYOUT_MAX_COMPONENTS components of `path` (fewer when it has
+ * fewer) into ret, in order; returns how many. */
+static size_t path_tail(const char *path, struct component ret[LAYOUT_MAX_COMPONENTS])
 {
 	struct component rev[LAYOUT_MAX_COMPONENTS];
 	size_t end = strlen(path), n = 0;
 
-	while (n < max && n < LAYOUT_MAX_COMPONENTS) {
+	while (n < LAYOUT_MAX_COMPONENTS) {
 		size_t start;
 
 		while (end > 0 && path[end - 1] == '/') {
@@ -114,7 +114,7 @@ static void copy_name(char *dst, struct component c)
 static bool match_layout(const char *layout, const struct component *got, size_t n, struct kubelet_volume *v)
 {
 	struct component want[LAYOUT_MAX_COMPONENTS];
-	size_t k = path_tail(layout, want, LAYOUT_MAX_COMPONENTS);
+	size_t k = path_tail(layout, want);
 
 	if (n < k) {
 		return false;
@@ -146,7 +146,7 @@ bool kubelet_volume_parse(const char *mountpoint, struct kubelet_volume *ret)
 	if (!mountpoint) {
 		return false;
 	}
-	n = path_tail(mountpoint, got, LAYOUT_MAX_COMPONENTS);
+	n = path_tail(mountpoint, got);
 	for (size_t i = 0; i < ELEMENTSOF(layouts); i++) {
 		struct kubelet_volume v = {{0}};
 

@@ -420,8 +420,8 @@ static int assign_mountpoints(struct topology *t)
 
 /* A raw block volume's device node bind-mounted by the kubelet: a mount
  * of devtmpfs (st_dev is devtmpfs's, not the node's) whose root is the
- * node, "/nvme1n1". Only devtmpfs: any user may mount FUSE with a root
- * that looks like one. */
+ * node, "/nvme1n1". Only devtmpfs, whose files are the nodes the kernel
+ * names after its devices: another filesystem's root names no device. */
 static const struct topology_device *device_node_mount(const struct topology *t,
 						       const struct mountinfo_entry *m)
 {
