@@ -292,9 +292,10 @@ static enum window_verdict window_test(const struct ceiling_state *st, const str
 }
 
 /* The hold: once found, the plateau holds while the device stays on the
- * estimate with requests queued, even if the window's make-up changed; a
- * second off it (a busy machine completes a second short, or late) is
- * given the next: the two together back on the estimate, it holds. */
+ * estimate with requests queued, even if the window's make-up changed. One
+ * the onset test found, with no window of it yet to fall back on, gives a
+ * second off it (a busy machine completes a second short, or late) the
+ * next: the two together back on the estimate, it holds. */
 static bool holds(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		  struct ceiling_detector *d)
 {
@@ -307,6 +308,9 @@ static bool holds(const struct ceiling_state *st, const struct ceiling_params *p
 	if (fabs(sample_value(latest, res) - d->estimate) <= band) {
 		d->n_off = 0;
 		return true;
+	}
+	if (d->found_by != CEILING_STAGE_ONSET) {
+		return false; /* the window test has its own (WINDOW_LATEST_SHORT) */
 	}
 	if (++d->n_off == 1) {
 		/* short or long by a few bands: a stall to nothing is no
