@@ -65,6 +65,17 @@ def copy_apt_config(root):
     shutil.copy2("/etc/resolv.conf", os.path.join(root, "etc/resolv.conf"))
 
 
+def copy_local_ca_certificates(root):
+    """The host's own certificate authorities (/usr/local/share/ca-certificates:
+    a machine's network setup, as its apt proxies are) into the chroot, where
+    ca-certificates adds them to the system store when install-deps.sh
+    installs it: a fresh machine of this kind trusts them too, and npm ci
+    reaches its registry through the same network."""
+    src = "/usr/local/share/ca-certificates"
+    if os.path.isdir(src):
+        shutil.copytree(src, root + src, dirs_exist_ok=True)
+
+
 def is_git_checkout(src):
     if not os.path.exists(os.path.join(src, ".git")) or not shutil.which("git"):
         return False
@@ -182,6 +193,7 @@ class Chroot:
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             assert b"install ok installed" not in p.stdout, f"{pkg} is in the fresh chroot already"
         copy_apt_config(self.root)
+        copy_local_ca_certificates(self.root)
         if tarball:
             unpack_tarball(tarball, self.root + CHECKOUT)
         else:
