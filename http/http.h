@@ -23,9 +23,11 @@
  * or more CPUs. max_connections is shared out among them. */
 #define HTTP_THREADS 2u
 /* The scrape lane: connections taken past max_connections, each from an
- * address that holds at most one other, for /metrics, /-/healthy, /-/ready
- * and /healthz only. */
+ * address that holds fewer than HTTP_LANE_MAX_HELD (a scraper's previous
+ * connections may still be closing), for /metrics, /-/healthy, /-/ready and
+ * /healthz only. */
 #define HTTP_LANE_CONNECTIONS 16u
+#define HTTP_LANE_MAX_HELD    4u
 /* Niceness of the server threads, relative to the probe threads' 0. */
 #define HTTP_NICE 10
 /* Per-connection memory for headers and the URL: a larger request gets 431. */

@@ -126,9 +126,10 @@ static unsigned held_by(const struct http_server *h, const struct peer *p)
 /* Who gets a connection, over all the server threads (each of
  * libmicrohttpd's would count its own): an address holds at most
  * max_connections_per_ip; past max_connections, HTTP_LANE_CONNECTIONS more
- * are taken from addresses that hold at most one other (a scraper, a health
- * check: its last connection may still be closing), and those may ask only
- * for what a scraper asks for (is_lane_path()). So
+ * are taken from addresses that hold fewer than HTTP_LANE_MAX_HELD (a
+ * scraper, a health check: its last connections may still be closing on a
+ * busy server), and those may ask only for what a scraper asks for
+ * (is_lane_path()). So
  * slow readers, a flood, or clients that keep their connections cannot
  * fill the server against a scraper: they fill max_connections and are
  * refused past it, and the scrape takes the lane. */
@@ -142,7 +143,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	pthread_mutex_lock(&h->conns_lock);
 	held = held_by(h, &p);
 	if (held >= h->accept_max_per_ip || h->n_conns >= h->accept_max_connections + HTTP_LANE_CONNECTIONS ||
-	    (h->n_conns >= h->accept_max_connections && held > 1)) {
+	    (h->n_conns >= h->accept_max_connections && held >= HTTP_LANE_MAX_HELD)) {
 		r = MHD_NO;
 	}
 	pthread_mutex_unlock(&h->conns_lock);
