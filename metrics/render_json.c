@@ -393,10 +393,13 @@ static json_t *shared_json(const struct sampler_snapshot *ss)
 				    g->burst_exhausted_usec ? seconds(g->burst_exhausted_usec) : json_null())
 			: json_null();
 
-		if (json_array_append_new(a, json_pack("{s:o,s:o,s:o,s:b,s:o}", "devices", strings(names, n),
-						       "iops_estimate", num_or_null(g->iops_estimate), "iops",
-						       num(g->iops), "throttled", g->is_throttled, "burst",
-						       burst)) < 0) {
+		const char *found_by = ceiling_stage_name(g->found_by);
+
+		if (json_array_append_new(
+			a, json_pack("{s:o,s:o,s:o,s:b,s:o,s:o}", "devices", strings(names, n),
+				     "iops_estimate", num_or_null(g->iops_estimate), "iops", num(g->iops),
+				     "throttled", g->is_throttled, "found_by",
+				     found_by ? str(found_by) : json_null(), "burst", burst)) < 0) {
 			json_decref(a);
 			return NULL;
 		}

@@ -297,7 +297,7 @@ static void fill_burst(const struct ceiling_state *st, const struct device_confi
 	}
 }
 
-static const char *stage_name(enum ceiling_stage stage)
+const char *ceiling_stage_name(enum ceiling_stage stage)
 {
 	switch (stage) {
 	case CEILING_STAGE_ONSET:
@@ -346,7 +346,8 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 	ret->at_ceiling_throughput_seconds = st->at_ceiling_throughput_sec;
 	ret->iops_ceiling_estimate = st->iops.estimate;
 	ret->throughput_ceiling_estimate = st->throughput.estimate;
-	ret->found_by = stage_name(st->iops.estimate > 0 ? st->iops.found_by : st->throughput.found_by);
+	ret->found_by =
+	    ceiling_stage_name(st->iops.estimate > 0 ? st->iops.found_by : st->throughput.found_by);
 	st->peak_iops = fmax(st->peak_iops, st->iops.estimate);
 	ret->iops_ceiling_limit_ratio =
 	    dc && dc->iops_limit && st->iops.estimate > 0

@@ -81,6 +81,9 @@ enum ceiling_stage {
 	CEILING_STAGE_PROBE,  /* measured by the ceiling probe (ceiling_state_measured()) */
 };
 
+/* The stage's name in /api/v1/devices (found_by), NULL for none. */
+const char *ceiling_stage_name(enum ceiling_stage stage);
+
 struct ceiling_detector {
 	double estimate;	     /* 0 = none */
 	bool is_active;		     /* the plateau holds in the latest sample */
@@ -137,10 +140,15 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
 /* For detectors over several devices (shared_ceiling.h): the i-th most
  * recent sample of a state (0 = latest), NULL past its window; whether a
  * state's samples hold an IOPS plateau that the latest is on, and its level;
- * whether a sample queues; the plateau band around a level. */
+ * the samples an onset test judges now (the last `seconds` of a demand
+ * that rose from quiet within onset_horizon_sec; 0: none); whether a
+ * sample queues; the plateau band around a level. */
 const struct ceiling_sample *ceiling_state_recent(const struct ceiling_state *st, unsigned i);
 bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct ceiling_params *p,
 				double *ret_level);
+double ceiling_median(double *v, unsigned n); /* of v[0..n-1], n > 0, sorting v */
+unsigned ceiling_state_onset_samples(const struct ceiling_state *st, const struct ceiling_params *p,
+				     double seconds);
 bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s);
 double ceiling_band(const struct ceiling_params *p, double level, const struct ceiling_sample *s);
 

@@ -45,7 +45,7 @@ static bool is_queueing(const struct ceiling_params *p, const struct ceiling_sam
  * this runs twice per device and tick on a window of p->window (20) values,
  * where qsort's merge sort and indirect comparisons cost more than the rest
  * of the ceiling update. */
-static double median_of(double *v, unsigned n)
+double ceiling_median(double *v, unsigned n)
 {
 	for (unsigned i = 1; i < n; i++) {
 		double x = v[i];
@@ -139,7 +139,7 @@ static bool find_plateau(const struct ceiling_state *st, const struct ceiling_pa
 	if (n_q < (unsigned)ceil(p->plateau_fraction * window - 1e-9)) {
 		return false;
 	}
-	median = median_of(values, n_q);
+	median = ceiling_median(values, n_q);
 	band = plateau_band(p, res, median, latest);
 	/* oldest first: a short second is made up by the next queueing one */
 	for (unsigned i = window; i-- > 0;) {
@@ -221,6 +221,17 @@ static unsigned samples_spanning(const struct ceiling_state *st, double seconds,
 	return sec >= seconds - 0.5 * recent(st, 0)->interval_sec ? k : 0;
 }
 
+/* The samples an onset test judges: the last `seconds` of a demand that
+ * rose from quiet at most onset_horizon_sec ago; 0 when there is none. */
+static unsigned onset_samples(const struct ceiling_state *st, const struct ceiling_params *p,
+			      const struct demand *dm, double seconds)
+{
+	if (!dm->is_onset || dm->sec > p->onset_horizon_sec + 1e-6) {
+		return 0;
+	}
+	return samples_spanning(st, seconds, dm->n);
+}
+
 /* The onset test. A cap holds a demand that rose from quiet at one level
  * from its first full second: a cgroup's token bucket gives each second
  * the same count to within an I/O (600.00, 1000.0 and 20000 r/s, second
@@ -237,17 +248,14 @@ static bool onset_test(const struct ceiling_state *st, const struct ceiling_para
 	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0, own = 0.0;
 	unsigned k;
 
-	if (!dm->is_onset || dm->sec > p->onset_horizon_sec + 1e-6) {
-		return false;
-	}
-	k = samples_spanning(st, p->onset_sec, dm->n);
+	k = onset_samples(st, p, dm, p->onset_sec);
 	if (k == 0) {
 		return false;
 	}
 	for (unsigned i = 0; i < k; i++) {
 		values[i] = sample_value(recent(st, i), res);
 	}
-	median = median_of(values, k);
+	median = ceiling_median(values, k);
 	/* the slack of a hypervisor's timer, a few I/Os either side of a
 	 * sample's edge, but never so wide at a low level that a slow busy
 	 * device wandering by percents enters it by chance */
@@ -393,6 +401,18 @@ bool ceiling_state_iops_plateau(const struct ceiling_state *st, const struct cei
 	bool latest_in_band;
 
 	return find_plateau(st, p, RESOURCE_IOPS, ret_level, &latest_in_band) && latest_in_band;
+}
+
+unsigned ceiling_state_onset_samples(const struct ceiling_state *st, const struct ceiling_params *p,
+				     double seconds)
+{
+	struct demand dm;
+
+	if (st->n == 0) {
+		return 0;
+	}
+	dm = current_demand(st, p);
+	return onset_samples(st, p, &dm, seconds);
 }
 
 bool ceiling_sample_is_queueing(const struct ceiling_params *p, const struct ceiling_sample *s)

@@ -17,9 +17,14 @@
 #define SHARED_CEILING_MAX_MEMBERS 16
 
 struct shared_ceiling_params {
-	double max_variance_ratio; /* the sum varies at most this share of its parts' variance (0.25) */
-	double held_below;	   /* a member held below this share of what it is known to do (0.87) */
-	unsigned min_members;	   /* devices that must queue together (2) */
+	double max_variance_ratio;	 /* the sum varies at most this share of its parts' variance (0.25) */
+	double onset_sec;		 /* the onset test: the last onset_sec (7 s; 0: none) of a
+					  * demand that rose from quiet (ceiling_params' onset_*) ... */
+	double onset_tolerance;		 /* ... the sum's seconds all within this share of their
+					  * median (0.01) ... */
+	double onset_max_variance_ratio; /* ... and varying at most this share of its parts' (0.03) */
+	double held_below;		 /* a member held below this share of what it is known to do (0.87) */
+	unsigned min_members;		 /* devices that must queue together (2) */
 };
 
 void shared_ceiling_params_default(struct shared_ceiling_params *ret);
@@ -36,10 +41,11 @@ struct shared_ceiling_device {
 struct shared_ceiling_group {
 	char names[SHARED_CEILING_MAX_MEMBERS][DISKSTATS_NAME_MAX]; /* sorted, n_members of them */
 	unsigned n_members;
-	double iops_estimate; /* the level of their flat sum */
-	double iops;	      /* their sum over the last interval */
-	bool is_throttled;    /* the sum holds the level with requests waiting */
-	unsigned n_above;     /* samples in a row the sum did more */
+	double iops_estimate;	     /* the level of their flat sum */
+	double iops;		     /* their sum over the last interval */
+	bool is_throttled;	     /* the sum holds the level with requests waiting */
+	enum ceiling_stage found_by; /* the test that found the level: onset or window */
+	unsigned n_above;	     /* samples in a row the sum did more */
 	/* the bucket learned from the candidates' sum (burst.h), where the
 	 * level is the base it settled to: an instance's burst */
 	bool has_burst;

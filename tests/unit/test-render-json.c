@@ -280,8 +280,11 @@ static void test_learned_burst_in_the_ceiling(void **state)
 static void test_shared_ceilings_in_the_devices(void **state)
 {
 	struct snapshot *s = fixture_snapshot_new(true);
-	struct shared_ceiling_group g = {
-	    .names = {"vdb", "vdc"}, .n_members = 2, .iops_estimate = 1500, .iops = 1500};
+	struct shared_ceiling_group g = {.names = {"vdb", "vdc"},
+					 .n_members = 2,
+					 .iops_estimate = 1500,
+					 .iops = 1500,
+					 .found_by = CEILING_STAGE_ONSET};
 	json_t *root, *sc;
 
 	s->samples->shared = malloc(sizeof(g));
@@ -295,6 +298,7 @@ static void test_shared_ceilings_in_the_devices(void **state)
 	assert_string_equal(json_string_value(json_array_get(json_object_get(sc, "devices"), 1)), "vdc");
 	assert_float_equal(json_real_value(json_object_get(sc, "iops_estimate")), 1500, 1e-9);
 	assert_true(json_is_false(json_object_get(sc, "throttled")));
+	assert_string_equal(json_string_value(json_object_get(sc, "found_by")), "onset");
 	json_decref(root);
 	snapshot_unref(s);
 }

@@ -622,7 +622,9 @@ struct group_run {
 	double known[SHARED_CEILING_MAX_MEMBERS];
 	size_t n;
 	unsigned t;
-	int first_found; /* sample at which a group was first throttled, -1 never */
+	int first_found;		   /* sample at which a group was first throttled, -1 never */
+	double first_estimate;		   /* ... its estimate then */
+	enum ceiling_stage first_found_by; /* ... and the test that found it */
 };
 
 static struct device_rates rates(double iops, double queue, double util)
@@ -675,6 +677,8 @@ static void group_feed(struct group_run *g, const double *x)
 	shared_ceiling_update(g->sc, devs, g->n);
 	if (g->first_found < 0 && shared_ceiling_groups(g->sc, &groups) > 0 && groups[0].is_throttled) {
 		g->first_found = (int)g->t;
+		g->first_estimate = groups[0].iops_estimate;
+		g->first_found_by = groups[0].found_by;
 	}
 	g->t++;
 }
@@ -731,11 +735,17 @@ static void test_throttle_group_loaded_at_once_is_found_and_named(void **state)
 			assert_near(sg->iops, 1500, 0.02);
 		}
 	}
-	/* one window of load after fio started (2 samples in) */
-	assert_true(g.first_found >= 20 + 2 + 15 && g.first_found <= 20 + 2 + 22);
+	/* the onset test on the sum: the load queued from sample 3 on (fio
+	 * started in sample 2), and its seventh second found it (the window
+	 * test alone: 20 + 2 + 15 to 22) */
+	assert_int_equal(g.first_found, 20 + 3 + 6);
+	assert_int_equal(g.first_found_by, CEILING_STAGE_ONSET);
+	assert_near(g.first_estimate, 1500, 0.01);
 	sg = only_group(&g);
 	assert_group_devices(sg, "vdc,vdd,vde");
-	assert_near(sg->iops_estimate, 1500, 0.05);
+	/* the window test found it again since */
+	assert_int_equal(sg->found_by, CEILING_STAGE_WINDOW);
+	assert_near(sg->iops_estimate, 1500, 0.01);
 	/* kept when the load is gone, no longer throttled */
 	assert_false(sg->is_throttled);
 	group_done(&g);
@@ -795,6 +805,67 @@ static void test_independent_caps_are_no_shared_ceiling(void **state)
 		group_feed(&g, x);
 	}
 	assert_int_equal(shared_ceiling_groups(g.sc, &groups), 0);
+	group_done(&g);
+}
+
+/* Demands rising from quiet on disks that nothing caps, each wandering on
+ * its own by 2, 3 or 5% (about normally), or on disks each at a cap of its
+ * own (jitter of an I/O): 300 onsets of 14 s after 8 s idle (too short for
+ * the window test, which wants 16 s of 20), none of them a shared
+ * ceiling. */
+static void test_onsets_of_busy_disks_are_no_shared_ceiling(void **state)
+{
+	static const double jitters[] = {0.02, 0.03, 0.05};
+	struct group_run g;
+	uint64_t rng = 13;
+	const struct shared_ceiling_group *groups;
+
+	for (size_t n = 2; n <= 3; n++) {
+		for (size_t j = 0; j < ELEMENTSOF(jitters); j++) {
+			unsigned found = 0;
+
+			group_init(&g, vdcde, n);
+			for (unsigned onset = 0; onset < 300; onset++) {
+				bool is_found = false;
+
+				group_idle(&g, 8);
+				for (unsigned t = 0; t < 14; t++) {
+					double x[9] = {0};
+
+					for (size_t i = 0; i < n; i++) {
+						/* about normal: the sum of three uniforms */
+						double z = noise(&rng) + noise(&rng) + noise(&rng);
+
+						x[3 * i] = 1000 * (1 + jitters[j] * z / 1.7);
+						x[3 * i + 1] = 15.8;
+						x[3 * i + 2] = 100;
+					}
+					group_feed(&g, x);
+					is_found |= shared_ceiling_groups(g.sc, &groups) > 0 &&
+						    groups[0].is_throttled;
+				}
+				found += is_found;
+			}
+			if (found) {
+				fail_msg("%zu disks wandering by %g%%: %u of 300 onsets taken for a shared "
+					 "ceiling",
+					 n, jitters[j] * 100, found);
+			}
+			group_done(&g);
+		}
+	}
+	/* each at a cap of its own */
+	group_init(&g, vdcde, 3);
+	for (unsigned onset = 0; onset < 100; onset++) {
+		group_idle(&g, 4);
+		for (unsigned t = 0; t < 14; t++) {
+			double x[9];
+
+			three_queueing(x, 500, 1, &rng);
+			group_feed(&g, x);
+			assert_int_equal(shared_ceiling_groups(g.sc, &groups), 0);
+		}
+	}
 	group_done(&g);
 }
 
@@ -1019,6 +1090,7 @@ int main(void)
 	    cmocka_unit_test(test_throttle_group_loaded_at_once_is_found_and_named),
 	    cmocka_unit_test(test_throttle_group_loaded_in_turn_is_found),
 	    cmocka_unit_test(test_independent_caps_are_no_shared_ceiling),
+	    cmocka_unit_test(test_onsets_of_busy_disks_are_no_shared_ceiling),
 	    cmocka_unit_test(test_instance_burst_is_learned_and_its_base_is_the_shared_ceiling),
 	    cmocka_unit_test(test_instance_burst_of_a_starved_guest_is_learned),
 	    cmocka_unit_test(test_no_part_of_a_learned_shared_burst_is_flagged),
