@@ -33,6 +33,8 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .min_queue = 0.9,
 	    .min_utilization = 0.8,
 	    .min_iops = 10.0,
+	    .exceeded_sec = 2.0,
+	    .exceeded_share = 0.9,
 	    .contradict_factor = 1.10,
 	    .contradict_samples = 3,
 	    .saturation = 0.95,
@@ -229,8 +231,12 @@ static const struct ceiling_sample *push_sample(struct ceiling_state *st, const 
 	    .queue_depth = r->queue_depth,
 	    .utilization = r->utilization,
 	    .own_ops = st->pending_own_ops,
+	    .exceeded_iops_sec = st->pending_exceeded_iops_sec,
+	    .exceeded_throughput_sec = st->pending_exceeded_throughput_sec,
 	};
 	st->pending_own_ops = 0.0;
+	st->pending_exceeded_iops_sec = 0.0;
+	st->pending_exceeded_throughput_sec = 0.0;
 	st->head = (st->head + 1) % CEILING_WINDOW_MAX;
 	if (st->n < CEILING_WINDOW_MAX) {
 		st->n++;
@@ -308,6 +314,8 @@ const char *ceiling_stage_name(enum ceiling_stage stage)
 		return "burst";
 	case CEILING_STAGE_PROBE:
 		return "probe";
+	case CEILING_STAGE_PROVIDER:
+		return "provider";
 	case CEILING_STAGE_NONE:
 		break;
 	}
@@ -334,8 +342,8 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		st->units_per_io = s->iops > 0 ? counted / s->iops : st->units_per_io;
 		spend_declared_bucket(st, p, dc, s, counted, ret);
 		count_at_limit(st, dc, s, counted, ret);
-		/* the stages: the burst gate, then the onset test, the
-		 * window test and the hold (plateau.h) */
+		/* the stages: the burst gate, then the provider's count, the
+		 * onset test, the window test and the hold (plateau.h) */
 		if (!burst_gate(st, p, dc, s)) {
 			plateau_detect(st, p);
 		}
@@ -385,6 +393,12 @@ void ceiling_state_note_own_ops(struct ceiling_state *st, double ops)
 	if (ops > 0) {
 		st->pending_own_ops += ops;
 	}
+}
+
+void ceiling_state_note_exceeded(struct ceiling_state *st, double iops_sec, double throughput_sec)
+{
+	st->pending_exceeded_iops_sec += fmax(iops_sec, 0.0);
+	st->pending_exceeded_throughput_sec += fmax(throughput_sec, 0.0);
 }
 
 bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, double max_iops)

@@ -49,6 +49,9 @@ struct ceiling_params {
 	double min_queue;		/* aqu-sz of a queueing sample (0.9) */
 	double min_utilization;		/* busy ratio of a queueing sample (0.8) */
 	double min_iops;		/* a plateau lower than this is idling, not a ceiling (10) */
+	double exceeded_sec;		/* the provider test: the last exceeded_sec (2 s) ... */
+	double exceeded_share;		/* ... each counted over the limit for at least this share
+					 * of it (0.9) by the provider */
 	double contradict_factor;	/* an estimate exceeded by this factor ... (1.10) */
 	unsigned contradict_samples;	/* ... for this many samples in a row is dropped (3) */
 	double saturation;		/* busy ratio from which a device is saturated (0.95) */
@@ -70,15 +73,20 @@ struct ceiling_sample {
 	double queue_depth;   /* aqu-sz */
 	double utilization;   /* 0..1 */
 	double own_ops;	      /* I/Os iopsd's own probes reported in this interval */
+	/* the time in this interval the provider counted the demand over the
+	 * volume's IOPS and throughput limits (EBS NVMe's log page); 0 where
+	 * it keeps no such count */
+	double exceeded_iops_sec, exceeded_throughput_sec;
 };
 
 /* Which stage last found the plateau a detector holds. */
 enum ceiling_stage {
 	CEILING_STAGE_NONE,
-	CEILING_STAGE_ONSET,  /* the first seconds of a demand */
-	CEILING_STAGE_WINDOW, /* the window test */
-	CEILING_STAGE_BURST,  /* the level a burst was seen to run out to */
-	CEILING_STAGE_PROBE,  /* measured by the ceiling probe (ceiling_state_measured()) */
+	CEILING_STAGE_ONSET,	/* the first seconds of a demand */
+	CEILING_STAGE_WINDOW,	/* the window test */
+	CEILING_STAGE_BURST,	/* the level a burst was seen to run out to */
+	CEILING_STAGE_PROBE,	/* measured by the ceiling probe (ceiling_state_measured()) */
+	CEILING_STAGE_PROVIDER, /* the provider counted the demand over the volume's limit */
 };
 
 /* The stage's name in /api/v1/devices (found_by), NULL for none. */
@@ -107,13 +115,15 @@ struct ceiling_state {
 	unsigned n_held;      /* samples in a row held near the declared base, queued */
 	double held_iops[CEILING_BASE_HELD_SAMPLES]; /* the last of them, oldest first */
 	double pending_own_ops;			     /* noted since the last sample */
-	struct burst_tracker burst;		     /* the burst bucket learned from the samples */
-	double peak_iops;    /* the highest IOPS ceiling found or measured, bursts aside:
-			      * what the device is known to do on its own */
-	uint64_t now_usec;   /* CLOCK_REALTIME at the end of the interval fed next; the set
-			      * fills it, 0 when unknown */
-	double units_per_io; /* the provider's units per I/O in the latest busy interval (1
-			      * without a declared iops_unit; 0 before one) */
+	double pending_exceeded_iops_sec;	     /* ... and the provider's exceeded times */
+	double pending_exceeded_throughput_sec;
+	struct burst_tracker burst; /* the burst bucket learned from the samples */
+	double peak_iops;	    /* the highest IOPS ceiling found or measured, bursts aside:
+				     * what the device is known to do on its own */
+	uint64_t now_usec;	    /* CLOCK_REALTIME at the end of the interval fed next; the set
+				     * fills it, 0 when unknown */
+	double units_per_io;	    /* the provider's units per I/O in the latest busy interval (1
+				     * without a declared iops_unit; 0 before one) */
 };
 
 void ceiling_state_init(struct ceiling_state *st);
@@ -132,6 +142,11 @@ void ceiling_state_measured(struct ceiling_state *st, double iops, double bytes_
 /* iopsd's own probes did `ops` I/Os on the device since the last sample:
  * they are subtracted when deciding whether the device is quiet. */
 void ceiling_state_note_own_ops(struct ceiling_state *st, double ops);
+
+/* The provider counted `iops_sec` and `throughput_sec` of demand over the
+ * volume's IOPS and throughput limits since the last sample (EBS NVMe's
+ * "exceeded" counters): the provider test's evidence (plateau.h). */
+void ceiling_state_note_exceeded(struct ceiling_state *st, double iops_sec, double throughput_sec);
 
 /* True when the last `seconds` of samples exist and, after subtracting the
  * I/Os of iopsd's own probes, averaged at most max_iops. */

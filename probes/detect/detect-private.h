@@ -17,6 +17,9 @@ struct detect_dev {
 	unsigned hold_over_left;       /* samples it stays held without a holder */
 	bool has_dir;		       /* dir below is initialised */
 	struct ceiling_dir dir;	       /* its reads and writes, each on its own */
+	/* EBS NVMe: the log page's exceeded counters at the last sample */
+	bool has_exceeded;
+	uint64_t exceeded_iops_usec, exceeded_throughput_usec;
 };
 
 struct detect {

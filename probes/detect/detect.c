@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "detect-private.h"
+#include "ebs_nvme.h"
 #include "macro.h"
 #include "name_index.h"
 #include "topology.h"
@@ -263,10 +264,48 @@ static void update_directions(struct detect *d, struct detect_dev *dd, const str
 		 res.write_throughput_limit_ratio, res.at_ceiling_write_throughput_seconds);
 }
 
-/* Each tracked device's ceiling from its rates (and member rates); the
- * detector state and counters such as at_ceiling_*_seconds persist in
- * d->ceilings, by device name. */
-static void update_ceilings(struct detect *d, const struct sample *sample)
+/* The EBS volume `name` among the snapshot's, NULL when it is none or its
+ * page was not read. */
+static const struct ebs_nvme_stats *ebs_stats(const struct sampler_snapshot *snap, const char *name)
+{
+	for (size_t i = 0; snap && i < snap->n_ebs; i++) {
+		if (strcmp(snap->ebs[i].device, name) == 0) {
+			return snap->ebs[i].error == 0 ? &snap->ebs[i].stats : NULL;
+		}
+	}
+	return NULL;
+}
+
+/* What the provider counted over the volume's limits since the last
+ * sample, noted on its detector (the provider test, plateau.c): the
+ * difference of EBS's exceeded counters. A volume seen for the first time,
+ * or whose counters went back (reattached), notes nothing. */
+static void note_exceeded(struct detect *d, struct detect_dev *dd, const struct sampler_snapshot *snap)
+{
+	const struct ebs_nvme_stats *ebs = ebs_stats(snap, dd->name);
+	struct ceiling_state *st = ceiling_set_find(d->ceilings, dd->name);
+	bool had = dd->has_exceeded;
+	uint64_t iops_usec = dd->exceeded_iops_usec, throughput_usec = dd->exceeded_throughput_usec;
+
+	dd->has_exceeded = ebs != NULL;
+	if (!ebs) {
+		return;
+	}
+	dd->exceeded_iops_usec = ebs->volume_exceeded_iops_usec;
+	dd->exceeded_throughput_usec = ebs->volume_exceeded_throughput_usec;
+	if (had && st && ebs->volume_exceeded_iops_usec >= iops_usec &&
+	    ebs->volume_exceeded_throughput_usec >= throughput_usec) {
+		ceiling_state_note_exceeded(st, (double)(ebs->volume_exceeded_iops_usec - iops_usec) / 1e6,
+					    (double)(ebs->volume_exceeded_throughput_usec - throughput_usec) /
+						1e6);
+	}
+}
+
+/* Each tracked device's ceiling from its rates (and member rates) and what
+ * its provider counted; the detector state and counters such as
+ * at_ceiling_*_seconds persist in d->ceilings, by device name. */
+static void update_ceilings(struct detect *d, const struct sample *sample,
+			    const struct sampler_snapshot *snap)
 {
 	ceiling_set_start_sample(d->ceilings, sample->realtime_usec);
 	for (size_t i = 0; i < sample->n_devices; i++) {
@@ -276,6 +315,7 @@ static void update_ceilings(struct detect *d, const struct sample *sample)
 		const struct device_config *dc;
 
 		if (sd->is_tracked) {
+			note_exceeded(d, &d->devs[i], snap);
 			dc = effective_config(sd, &eff, &lim);
 			/* -ENOMEM still leaves the declared limits in the verdict */
 			(void)ceiling_set_update(d->ceilings, sd->name, dc, sd->rates, sd->member_rates,
@@ -292,7 +332,7 @@ int detect_run(struct detect *d, const struct sample *sample, struct sampler_sna
 	if (r < 0) {
 		return r;
 	}
-	update_ceilings(d, sample);
+	update_ceilings(d, sample, snap);
 	detect_propagate_holds(d, sample);
 	update_shared(d, sample);
 	ceiling_set_end_sample(d->ceilings);

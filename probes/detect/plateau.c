@@ -280,6 +280,34 @@ static bool onset_test(const struct ceiling_state *st, const struct ceiling_para
 	return true;
 }
 
+/* The provider test. Where the provider counts the time a volume's demand
+ * was over its limits (EBS NVMe's "exceeded" counters, read every sample),
+ * a second it counts whole was a second at the cap: the last exceeded_sec,
+ * each counted over the limit for at least exceeded_share of it, are the
+ * plateau, their mean its level, whatever the queue or the spread (the
+ * provider's word is better evidence than either). */
+static bool provider_test(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
+			  double *ret_level)
+{
+	unsigned k = st->n ? samples_spanning(st, p->exceeded_sec, st->n) : 0;
+	double sum = 0.0;
+
+	if (k == 0) {
+		return false;
+	}
+	for (unsigned i = 0; i < k; i++) {
+		const struct ceiling_sample *s = recent(st, i);
+		double exceeded = res == RESOURCE_IOPS ? s->exceeded_iops_sec : s->exceeded_throughput_sec;
+
+		if (exceeded < p->exceeded_share * s->interval_sec || s->iops < p->min_iops) {
+			return false;
+		}
+		sum += sample_value(s, res);
+	}
+	*ret_level = sum / k;
+	return true;
+}
+
 /* The window test (find_plateau()): whether its plateau takes the latest
  * sample, holds one that fell short, or is not there. */
 enum window_verdict {
@@ -349,8 +377,8 @@ static void release(struct ceiling_detector *d, const struct ceiling_params *p, 
 	}
 }
 
-/* The onset test, the window test and the hold, in that order, for one
- * resource. */
+/* The provider test, the onset test, the window test and the hold, in that
+ * order, for one resource. */
 static void detect(struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		   const struct demand *dm)
 {
@@ -358,6 +386,10 @@ static void detect(struct ceiling_state *st, const struct ceiling_params *p, enu
 	const struct ceiling_sample *latest = recent(st, 0);
 	double level;
 
+	if (provider_test(st, p, res, &level)) {
+		plateau_found(d, level, CEILING_STAGE_PROVIDER);
+		return;
+	}
 	if (onset_test(st, p, res, dm, &level)) {
 		plateau_found(d, level, CEILING_STAGE_ONSET);
 		return;

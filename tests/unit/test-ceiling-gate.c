@@ -21,7 +21,9 @@
 #include "ceiling_gate.h"
 #include "config.h"
 #include "detect.h"
+#include "ebs_nvme.h"
 #include "identities.h"
+#include "macro.h"
 #include "sampler.h"
 
 struct env {
@@ -36,6 +38,7 @@ struct env {
 	struct ceiling_gate *gate;
 	struct probe_identity *plain, *ceil; /* the identities of the two probes */
 	struct device_ceiling last;	     /* loop5's ceiling in the last sample */
+	int64_t exceeded_usec;		     /* loop5 as an EBS volume: its exceeded counter, -1 not one */
 };
 
 static const char config_text[] = "[global]\n"
@@ -101,6 +104,15 @@ static void tick(struct env *e, uint64_t ios)
 
 	ceiling_gate_collect(e->gate, detect_ceilings(e->detect));
 	assert_int_equal(sampler_sample(e->sampler, &snap), 0);
+	if (e->exceeded_usec >= 0) {
+		/* the log page the sampler would have read, were loop5 EBS's */
+		assert_int_equal(snap->n_ebs, 0);
+		snap->ebs = calloc(1, sizeof(*snap->ebs));
+		assert_non_null(snap->ebs);
+		snap->n_ebs = 1;
+		strcpy(snap->ebs[0].device, "loop5");
+		snap->ebs[0].stats.volume_exceeded_iops_usec = (uint64_t)e->exceeded_usec;
+	}
 	assert_int_equal(detect_run(e->detect, sampler_last_sample(e->sampler), snap), 0);
 	identities_place(&e->ids, sampler_last_sample(e->sampler)->topology);
 	ceiling_gate_refresh(e->gate, detect_ceilings(e->detect));
@@ -142,6 +154,7 @@ static int env_setup(void **state)
 	make_dir(e->root, "sys");
 	write_file(e->procfs, "self/mountinfo", "30 1 7:5 / /srv/lab rw,relatime - ext4 /dev/loop5 rw\n");
 	e->now_usec = 1000000000;
+	e->exceeded_usec = -1;
 
 	assert_int_equal(config_load_string("gate.conf", config_text, &errs, &e->cfg), 0);
 	assert_int_equal(identities_build(e->cfg, NULL, &e->ids), 0);
@@ -269,6 +282,36 @@ static void test_at_most_one_run_per_spacing_and_result_becomes_the_estimate(voi
 	assert_true(e->last.iops_ceiling_estimate > 606.4);
 }
 
+/* loop5 as an EBS volume, its reads wandering by 4% around 3000 (no
+ * plateau): flagged at the second second its log page counts whole over
+ * the volume's IOPS limit, at the mean of the two, and no longer once it
+ * stops counting; a counter that goes back (the volume reattached) counts
+ * nothing. */
+static void test_ebs_exceeded_counter_flags_the_volume_at_once(void **state)
+{
+	static const uint64_t ios[] = {3000, 3110, 2905, 3080, 2950, 3060, 2920, 3100, 2990, 3050};
+	struct env *e = *state;
+
+	e->exceeded_usec = 5000000;
+	for (size_t i = 0; i < ELEMENTSOF(ios); i++) {
+		tick(e, ios[i]);
+		assert_false(e->last.is_throttled);
+	}
+	e->exceeded_usec += 990000;
+	tick(e, 3020);
+	assert_false(e->last.is_throttled);
+	e->exceeded_usec += 1000000;
+	tick(e, 2980);
+	assert_true(e->last.is_throttled);
+	assert_string_equal(e->last.found_by, "provider");
+	assert_float_equal(e->last.iops_ceiling_estimate, 3000, 1e-6);
+	/* back: not a second over the limit */
+	e->exceeded_usec = 1000;
+	tick(e, 3090);
+	tick(e, 2930);
+	assert_false(e->last.is_throttled);
+}
+
 static void test_reload_keeps_the_budget(void **state)
 {
 	struct env *e = *state;
@@ -305,6 +348,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_at_most_one_run_per_spacing_and_result_becomes_the_estimate,
 					    env_setup, env_teardown),
 	    cmocka_unit_test_setup_teardown(test_reload_keeps_the_budget, env_setup, env_teardown),
+	    cmocka_unit_test_setup_teardown(test_ebs_exceeded_counter_flags_the_volume_at_once, env_setup,
+					    env_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -453,6 +453,60 @@ static void test_busy_device_with_a_few_percent_of_jitter_is_not_throttled(void 
 	assert_int_equal(r.n_throttled, 0);
 }
 
+/* EBS's exceeded counters: the same wandering device, its provider counting
+ * whole seconds over the volume's IOPS limit from second 10 on, is flagged
+ * at the second such second, at their mean, by the provider test; counted
+ * for half of each second (a demand that only now and then crosses the
+ * limit) it is not; a throughput limit counted is a throughput ceiling. */
+static void test_provider_exceeded_seconds_flag_the_cap_at_once(void **state)
+{
+	struct run r;
+	double sum = 0.0;
+
+	for (int half = 0; half <= 1; half++) {
+		run_init(&r);
+		for (unsigned i = 0; i < 30; i++) {
+			double x = 3000 * (1 + 0.04 * noise());
+
+			if (i >= 10) {
+				ceiling_state_note_exceeded(&r.st, half ? 0.5 : 1.0, 0.0);
+			}
+			feed(&r, rates(x, 4096, 16, 1.0));
+		}
+		if (half) {
+			assert_int_equal(r.n_throttled, 0);
+			continue;
+		}
+		assert_int_equal(r.first_throttled, 11);
+		assert_int_equal(r.first_found_by, CEILING_STAGE_PROVIDER);
+		assert_int_equal(r.n_throttled, 19);
+		assert_string_equal(r.out.found_by, "provider");
+		assert_true(r.out.iops_ceiling_estimate > 0);
+	}
+	/* the estimate the first time: the mean of its two seconds */
+	run_init(&r);
+	for (unsigned i = 0; i < 12; i++) {
+		double x = 3000 * (1 + 0.04 * noise());
+
+		if (i >= 10) {
+			ceiling_state_note_exceeded(&r.st, 1.0, 0.0);
+			sum += x;
+		}
+		feed(&r, rates(x, 4096, 16, 1.0));
+	}
+	assert_int_equal(r.first_throttled, 11);
+	assert_float_equal(r.out.iops_ceiling_estimate, sum / 2, 1e-9);
+	/* a throughput limit: 1 MiB requests at 125 MiB/s */
+	run_init(&r);
+	for (unsigned i = 0; i < 4; i++) {
+		ceiling_state_note_exceeded(&r.st, 0.0, 1.0);
+		feed(&r, rates(125 * (1 + 0.04 * noise()), 1 << 20, 16, 1.0));
+	}
+	assert_int_equal(r.first_throttled, 1);
+	assert_int_equal(r.st.throughput.found_by, CEILING_STAGE_PROVIDER);
+	assert_int_equal(r.st.iops.estimate, 0);
+}
+
 static void test_step_from_600_to_300_is_followed(void **state)
 {
 	struct run r;
@@ -1560,6 +1614,7 @@ int main(void)
 	    cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
 	    cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),
 	    cmocka_unit_test(test_busy_device_with_a_few_percent_of_jitter_is_not_throttled),
+	    cmocka_unit_test(test_provider_exceeded_seconds_flag_the_cap_at_once),
 	    cmocka_unit_test(test_step_from_600_to_300_is_followed),
 	    cmocka_unit_test(test_step_up_is_followed_too),
 	    cmocka_unit_test(test_estimate_is_kept_after_the_load_goes_away),
