@@ -1,4 +1,4 @@
-/* Single-read() access to procfs and sysfs. */
+/* Whole-file access to procfs and sysfs, from a buffer read at once. */
 #include "fileio.h"
 
 #include <errno.h>
@@ -15,6 +15,30 @@
  * of its own whose free raises glibc's mmap threshold to that size, after
  * which every freed buffer below it stays in the heap. */
 #define VIRTUAL_FILE_FIRST_SIZE ((size_t)16384)
+
+/* Read from the start of fd into buf until its end or len bytes: procfs's
+ * seq files (mountinfo) give at most a page per read(), whatever the size
+ * asked for, and a mountinfo of a container or a Kubernetes node is longer
+ * than that. Each read ends on a record (a line), so a file that changes
+ * meanwhile loses or repeats a line, never tears one. The bytes read, or
+ * -errno. */
+static ssize_t read_from_start(int fd, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, buf + done, len - done, (off_t)done);
+
+		if (n < 0) {
+			return -errno;
+		}
+		if (n == 0) {
+			break;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
 
 int read_virtual_file(const char *path, size_t max_size, char **ret_buf)
 {
@@ -34,11 +58,12 @@ int read_virtual_file(const char *path, size_t max_size, char **ret_buf)
 			return -ENOMEM;
 		}
 		buf = b;
-		/* one read from the start; a file that does not fit is read
-		 * again whole into a larger buffer, never piecewise */
-		n = pread(fd, buf, size + 1, 0);
+		/* from the start; a file that does not fit is read again
+		 * whole into a larger buffer, never continued from where the
+		 * first buffer ended */
+		n = read_from_start(fd, buf, size + 1);
 		if (n < 0) {
-			return -errno;
+			return (int)n;
 		}
 		if ((size_t)n <= size) {
 			break;

@@ -1,13 +1,16 @@
-/* Reading procfs/sysfs files with a single read() (see systemd's fileio.c:
- * these files are generated at read time and must not be read piecewise). */
+/* Reading procfs/sysfs files whole, from their start, into one buffer (see
+ * systemd's fileio.c: these files are generated at read time and must not
+ * be pieced together from reads at other times). */
 #pragma once
 
 #include <stddef.h>
 
-/* Read all of `path` with one read() into a freshly allocated NUL-terminated
- * buffer of at most `max_size` bytes (a file larger than the first buffer
- * tried is read again whole into a larger one). Returns the length, or
- * -errno; -EFBIG when the file is larger. The caller owns *ret_buf. */
+/* Read all of `path`, from its start to its end, into a freshly allocated
+ * NUL-terminated buffer of at most `max_size` bytes (a file larger than the
+ * first buffer tried is read again whole into a larger one; a procfs seq
+ * file such as mountinfo, which gives a page per read(), is read on to its
+ * end). Returns the length, or -errno; -EFBIG when the file is larger. The
+ * caller owns *ret_buf. */
 int read_virtual_file(const char *path, size_t max_size, char **ret_buf);
 
 /* Read a sysfs attribute into a buffer, stripping the trailing newline.

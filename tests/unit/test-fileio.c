@@ -73,11 +73,38 @@ static void test_refuses_a_file_over_the_limit(void **state)
 	assert_int_equal(read_virtual_file("/nonexistent/iopsd", 100, &buf), -ENOENT);
 }
 
+/* A procfs seq file gives at most a page per read() (mountinfo in a
+ * container or on a Kubernetes node is longer): read on to its end.
+ * /proc/self/smaps has a record of about 1 KiB per mapping, each ending
+ * with its VmFlags line, and this process has dozens of mappings. */
+static void test_reads_a_seq_file_longer_than_a_page_whole(void **state)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t records = 0, flags = 0;
+	char *buf = NULL;
+	int n;
+
+	n = read_virtual_file("/proc/self/smaps", 16 << 20, &buf);
+	assert_true(n > 2 * page);
+	assert_int_equal(buf[n - 1], '\n');
+	for (char *line = buf; *line; line = strchr(line, '\n') + 1) {
+		/* a record starts with its mapping's address range, "START-END " */
+		size_t hex = strspn(line, "0123456789abcdef");
+
+		records += hex > 0 && line[hex] == '-';
+		flags += strncmp(line, "VmFlags:", 8) == 0;
+	}
+	assert_true(records > 8);
+	assert_int_equal(flags, records);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reads_small_and_large_files_whole),
 	    cmocka_unit_test(test_refuses_a_file_over_the_limit),
+	    cmocka_unit_test(test_reads_a_seq_file_longer_than_a_page_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
