@@ -16,13 +16,7 @@
  * which every freed buffer below it stays in the heap. */
 #define VIRTUAL_FILE_FIRST_SIZE ((size_t)16384)
 
-/* Read from the start of fd into buf until its end or len bytes: procfs's
- * seq files (mountinfo) give at most a page per read(), whatever the size
- * asked for, and a mountinfo of a container or a Kubernetes node is longer
- * than that. Each read ends on a record (a line), so a file that changes
- * meanwhile loses or repeats a line, never tears one. The bytes read, or
- * -errno. */
-static ssize_t read_from_start(int fd, char *buf, size_t len)
+ssize_t read_from_start(int fd, char *buf, size_t len)
 {
 	size_t done = 0;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Read all of `path`, from its start to its end, into a freshly allocated
  * NUL-terminated buffer of at most `max_size` bytes (a file larger than the
@@ -12,6 +13,13 @@
  * end). Returns the length, or -errno; -EFBIG when the file is larger. The
  * caller owns *ret_buf. */
 int read_virtual_file(const char *path, size_t max_size, char **ret_buf);
+
+/* Read from the start of fd into buf until the file's end or len bytes:
+ * procfs's seq files (mountinfo, diskstats) give at most a page per
+ * read(), whatever the size asked for. Each read ends on a record (a
+ * line), so a file that changes meanwhile loses or repeats a line, never
+ * tears one. The bytes read (len: there may be more), or -errno. */
+ssize_t read_from_start(int fd, char *buf, size_t len);
 
 /* Read a sysfs attribute into a buffer, stripping the trailing newline.
  * Returns the length or -errno. */

@@ -359,13 +359,12 @@ static int read_diskstats(struct sampler *s)
 				return -errno;
 			}
 		}
-		n = pread(s->diskstats_fd, s->buf, s->buf_size, 0);
+		/* to its end: a seq file gives a page (some 60 devices) per read */
+		n = read_from_start(s->diskstats_fd, s->buf, s->buf_size);
 		if (n < 0) {
-			int err = errno;
-
 			close(s->diskstats_fd);
 			s->diskstats_fd = -1;
-			return -err;
+			return (int)n;
 		}
 		if ((size_t)n < s->buf_size) {
 			/* the parser reads a C string: a NUL byte (a corrupt or
