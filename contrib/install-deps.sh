@@ -2,8 +2,10 @@
 # Install what iopsd needs on Debian: build dependencies; with --package
 # also what dpkg-buildpackage checks for (build-essential, debhelper,
 # dpkg-dev and every Build-Depends of debian/control); with --tests all of
-# that and the tools the test suites and benchmarks use. Does nothing when
-# all are present already.
+# that and the tools the test suites, the lab and the benchmarks use (podman
+# and runc: the lab's container test; runc because podman's default runtime,
+# crun, refuses hosts with cgroups in hybrid mode). Does nothing when all are
+# present already.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -14,7 +16,8 @@ tests=(libcmocka-dev clang clang-format libclang-rt-14-dev fio fio-examples pyth
        prometheus-alertmanager victoria-metrics
        jq curl apache2-utils e2fsprogs util-linux mount systemd python3 python3-yaml wrk ioping strace
        chromium fonts-liberation fonts-dejavu-core fonts-noto-core fonts-noto-mono fontconfig valgrind openssl
-       mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3 stress-ng)
+       mmdebstrap qemu-system-x86 qemu-utils git lintian python3-fusepy fuse3 stress-ng
+       podman runc)
 package=(build-essential debhelper dpkg-dev)
 
 mode=${1:-}
