@@ -2,7 +2,8 @@
 # contrib/kubernetes, offline (no cluster): tests/kubernetes/check-manifests.mjs
 # finds every manifest valid against the Kubernetes and Prometheus Operator
 # schemas, kustomization.yaml listing exactly the files beside it and the
-# DaemonSet's rights no wider than the unit's; the ConfigMap's iopsd.conf
+# DaemonSet's rights no wider than the unit's and its user the image's
+# (contrib/container/build-image); the ConfigMap's iopsd.conf
 # passes --check-config. Then the same check on broken copies must fail,
 # naming the file, the line and the field: a check that passes everything
 # would otherwise look the same as one that works.
@@ -31,6 +32,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 node "$checker" "$manifests"
+
+# The pod's user is the image's (contrib/container/build-image)
+uid=$(sed -n 's/^IOPSD_UID=\([0-9][0-9]*\)$/\1/p' "$SRCDIR/contrib/container/build-image")
+for key in runAsUser runAsGroup; do
+	grep -Eq "^ +$key: ${uid:?no IOPSD_UID in contrib/container/build-image}\$" "$manifests/daemonset.yaml" || {
+		echo "FAIL: daemonset.yaml's $key is not the image's user, $uid (contrib/container/build-image)"
+		exit 1
+	}
+done
 
 # The ConfigMap's iopsd.conf as the pods will read it
 (cd "$pkg" && node --input-type=module -e '
