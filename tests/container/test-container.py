@@ -45,6 +45,8 @@ NAME = f"iopsd-labtest-{os.getpid()}"
 POD = str(uuid.uuid4())
 PV = f"pvc-{uuid.uuid4()}"
 PODMAN = ["podman", "--runtime", "runc"]
+# the image is the one built here: never a registry's, even when it is missing
+RUN = PODMAN + ["run", "--pull=never", "--rm"]
 # no higher than the host's: a process without CAP_SYS_RESOURCE cannot raise them
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 CMD = ["--config=/etc/iopsd/iopsd.conf", "--web.listen-address=:9477",
@@ -111,7 +113,7 @@ def build_image():
 
 def can_run():
     """None when podman runs a container of the image here, else why not."""
-    p = subprocess.run(PODMAN + ["run", "--rm", *ULIMITS, "--network", "host", "--entrypoint", "/usr/sbin/iopsd",
+    p = subprocess.run(RUN + [*ULIMITS, "--network", "host", "--entrypoint", "/usr/sbin/iopsd",
                                  TAG, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = p.stdout.decode(errors="replace").strip()
     if p.returncode != 0:
@@ -183,8 +185,8 @@ class Container:
         args = [a if not a.startswith("--web.listen-address=") else f"--web.listen-address=127.0.0.1:{port}"
                 for a in cmd]
         self.log = os.path.join(node.dir, "container.log")
-        self.argv = PODMAN + [
-            "run", "--rm", "--name", NAME, *ULIMITS, "--network", "host",
+        self.argv = RUN + [
+            "--name", NAME, *ULIMITS, "--network", "host",
             "--read-only", "--cap-drop=all", "--security-opt", "no-new-privileges",
             "-v", "/proc:/host/proc:ro", "-v", "/sys:/host/sys:ro", "-v", "/dev:/dev:ro",
             "-v", f"{node.kubelet}:/var/lib/kubelet:ro,rslave",
