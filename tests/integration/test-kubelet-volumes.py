@@ -8,7 +8,12 @@ root of the test's own (TMP/var/lib/kubelet, as --root-dir would put it):
     and bind-mounted into two pods
     (pods/POD_UID/volumes/kubernetes.io~csi/PV/mount);
   - a second loop device published as a raw block volume: its device node
-    bind-mounted at plugins/kubernetes.io/csi/volumeDevices/PV/dev/POD_UID.
+    bind-mounted at plugins/kubernetes.io/csi/volumeDevices/PV/dev/POD_UID;
+  - before them, small tmpfs mounts of the test's own until
+    /proc/self/mountinfo is longer than two pages, as a node's is: procfs
+    gives a page per read(), and a mountinfo read in one read() lost the
+    kubelet's mounts, which come last (a gate run once listed one of the
+    two pods that way).
 
 iopsd runs a probe in the first pod's volume, and
 
@@ -85,6 +90,16 @@ class KubeletMounts:
         t.run("mount", *args, target)
         self.mounted.append(target)
 
+    def pad_mountinfo(self, root):
+        """tmpfs mounts until mountinfo passes two pages; their count."""
+        page, n = os.sysconf("SC_PAGE_SIZE"), 0
+        while len(open("/proc/self/mountinfo", "rb").read()) <= 2 * page:
+            target = os.path.join(root, "pad", str(n))
+            self.mount(target, "-t", "tmpfs", "-o", "size=64k", f"iopsd-kubelet-pad{n}")
+            n += 1
+            assert n < 200, "mountinfo does not grow with mounts"
+        return n
+
     def stage_and_publish(self, dev):
         """A CSI driver's staging mount, then a bind mount into each pod."""
         staging = os.path.join(self.kubelet, "plugins/kubernetes.io/csi", DRIVER, HASH, "globalmount")
@@ -141,6 +156,9 @@ def main():
         fs = t.LoopDevice("kubelet-fs", 64, in_memory=True)
         raw = t.LoopDevice("kubelet-raw", 16, in_memory=True)
         t.run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", fs.path)
+        pads = node.pad_mountinfo(root)
+        print(f"{pads} tmpfs mounts before the kubelet's: /proc/self/mountinfo is "
+              f"{len(open('/proc/self/mountinfo', 'rb').read())} bytes")
         node.stage_and_publish(fs.path)
         node.map_block(raw.path, PODS[1])
         d = t.Daemon(CONFIG.format(directory=node.pod_volume(PODS[0], PV)))
