@@ -12,6 +12,7 @@
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +72,8 @@ struct sampler {
 	size_t n_devs;
 	struct topology *topo; /* aligned with devs; NULL until built */
 	bool need_refresh;
+	int mounts_fd; /* mountinfo, polled for changes to the mount table; -1 */
+	bool mounts_checked;
 	uint64_t refresh_usec;
 	uint64_t last_refresh_usec;
 
@@ -257,6 +260,7 @@ int sampler_new(const char *procfs, const char *sysfs, const struct config *cfg,
 	}
 	s->diskstats_fd = -1;
 	s->pressure_fd = -1;
+	s->mounts_fd = -1;
 	s->refresh_usec = SAMPLER_TOPOLOGY_REFRESH_USEC;
 	s->clock = clock_usec;
 	s->need_refresh = true;
@@ -294,6 +298,9 @@ struct sampler *sampler_free(struct sampler *s)
 	}
 	if (s->pressure_fd >= 0) {
 		close(s->pressure_fd);
+	}
+	if (s->mounts_fd >= 0) {
+		close(s->mounts_fd);
 	}
 	topology_unref(s->topo);
 	ebs_nvme_reader_free(s->ebs);
@@ -452,6 +459,29 @@ static int refresh_ebs(struct sampler *s)
 	}
 	r = ebs_nvme_reader_refresh(s->ebs, names, n);
 	return r < 0 ? r : 0;
+}
+
+/* Whether the mount table changed since the last call: the kernel marks an
+ * open mountinfo POLLPRI when a mount or an unmount happens in its
+ * namespace (a kubelet publishing a pod's volume), so that the topology,
+ * the mount points and the PersistentVolumes are read again at the next
+ * sample, not at the next periodic refresh. A procfs without mountinfo
+ * (a fixture) or a plain file never says so. */
+static bool mounts_changed(struct sampler *s)
+{
+	struct pollfd pfd;
+
+	if (s->mounts_fd < 0 && !s->mounts_checked) {
+		_cleanup_free_ char *path = path_join(s->procfs, "self/mountinfo");
+
+		s->mounts_checked = true;
+		s->mounts_fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+	}
+	if (s->mounts_fd < 0) {
+		return false;
+	}
+	pfd = (struct pollfd){.fd = s->mounts_fd, .events = POLLPRI};
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLPRI));
 }
 
 static int refresh_topology(struct sampler *s, uint64_t now)
@@ -669,6 +699,9 @@ static int derive(struct sampler *s, size_t n, uint64_t mono)
 	derive_rates(s, n, mono);
 	s->has_last = true;
 	s->last_monotonic_usec = mono;
+	if (mounts_changed(s)) {
+		s->need_refresh = true;
+	}
 	if (s->need_refresh || !s->topo || mono - s->last_refresh_usec >= s->refresh_usec) {
 		r = refresh_topology(s, mono);
 		if (r < 0) {

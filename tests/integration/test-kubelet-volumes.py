@@ -22,13 +22,18 @@ iopsd runs a probe in the first pod's volume, and
     device with its pod, and for no other device;
   - iopsd_device_info keeps its labels (no persistentvolume);
   - the probe in the pod's volume runs and is placed on that device;
-  - /api/v1/devices has the same in each device's kubernetes.persistentvolumes."""
+  - /api/v1/devices has the same in each device's kubernetes.persistentvolumes;
+  - a third pod's mount of the volume, made after iopsd started, is on
+    /metrics within REFRESH_BOUND s: iopsd polls mountinfo for changes and
+    reads the topology again at the next sample (its periodic refresh is
+    every 60 s, and the mount is made long before that)."""
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
+import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -37,6 +42,8 @@ import iopsdtest as t  # noqa: E402
 PV = f"pvc-{uuid.uuid4()}"
 RAW_PV = f"pvc-{uuid.uuid4()}"
 PODS = sorted(str(uuid.uuid4()) for _ in range(2))
+LATE_POD = str(uuid.uuid4())
+REFRESH_BOUND = 30  # s: a hung-test bound, well under the 60-s periodic refresh
 DRIVER = "ebs.csi.aws.com"
 HASH = uuid.uuid4().hex * 2  # a sha256's length
 
@@ -100,12 +107,14 @@ class KubeletMounts:
             assert n < 200, "mountinfo does not grow with mounts"
         return n
 
+    def staging(self):
+        return os.path.join(self.kubelet, "plugins/kubernetes.io/csi", DRIVER, HASH, "globalmount")
+
     def stage_and_publish(self, dev):
         """A CSI driver's staging mount, then a bind mount into each pod."""
-        staging = os.path.join(self.kubelet, "plugins/kubernetes.io/csi", DRIVER, HASH, "globalmount")
-        self.mount(staging, "-t", "ext4", dev)
+        self.mount(self.staging(), "-t", "ext4", dev)
         for pod in PODS:
-            self.mount(self.pod_volume(pod, PV), "--bind", staging)
+            self.mount(self.pod_volume(pod, PV), "--bind", self.staging())
 
     def map_block(self, dev, pod):
         """A raw block volume: the kubelet bind-mounts the device node."""
@@ -146,6 +155,21 @@ def check_json(d, fs, raw, want_fs, want_raw):
         assert got == {"persistentvolumes": want}, f"{dev.name}: {got}, want {want}"
 
 
+def check_late_pod(d, fs, node, started):
+    """A pod's mount made while iopsd runs is seen at a sample, not at the
+    next periodic refresh."""
+    node.mount(node.pod_volume(LATE_POD, PV), "--bind", node.staging())
+    t0 = time.monotonic()
+    assert t0 - started < REFRESH_BOUND, f"the mount came {t0 - started:.0f} s after the start: too late to tell"
+
+    def seen():
+        pods = [v["pod_uid"] for v in volume_series(d.metrics()).get(fs.name, [])]
+        return pods if LATE_POD in pods else None
+    pods = t.wait_until(seen, REFRESH_BOUND, 0.25, f"pod {LATE_POD} mounted at {t0 - started:.1f} s after the start")
+    print(f"a pod's mount made {t0 - started:.1f} s after iopsd started was on /metrics "
+          f"{time.monotonic() - t0:.1f} s later ({len(pods)} pods)")
+
+
 def main():
     t.require_root()
     t.require_tool("losetup", "mkfs.ext4", "mount", "umount")
@@ -162,9 +186,11 @@ def main():
         node.stage_and_publish(fs.path)
         node.map_block(raw.path, PODS[1])
         d = t.Daemon(CONFIG.format(directory=node.pod_volume(PODS[0], PV)))
+        started = time.monotonic()
         d.start()
         want_fs, want_raw = check_metrics(d, fs, raw)
         check_json(d, fs, raw, want_fs, want_raw)
+        check_late_pod(d, fs, node, started)
         rc, _ = d.stop()
         assert rc == 0, f"iopsd exited with {rc}"
         print(f"ok: {fs.name} is {PV} for pods {', '.join(PODS)}, and its probe ran there; "
