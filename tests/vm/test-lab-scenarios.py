@@ -441,13 +441,23 @@ class Recorder(threading.Thread):
                 worst = max(worst, share(pts[j][1], pts[i][1], (7,)))
         return busy, share(pts[0][1], pts[-1][1], (7,)), worst
 
-    def rate(self, drive, t0=0, window=1.0):
-        """[(t, IOPS)] QEMU let through to drive d-NAME (or to a tuple of
-        drives together), over `window` s."""
-        drives = drive if isinstance(drive, tuple) else (drive,)
+    COUNTS = {"reads": 0, "bytes": 1, "writes": 2}   # bstats' fields
+
+    def counts(self, what="ops"):
+        """[(t, {drive: count})] of QEMU's count `what`: ops (reads and
+        writes), reads, writes or bytes (read and written)."""
         with self.lock:
-            pts = [(t, sum(ops[d] for d in drives)) for t, ops in self.samples
-                   if t >= t0 and all(d in ops for d in drives)]
+            if what == "ops":
+                return list(self.samples)
+            i = self.COUNTS[what]
+            return [(t, {d: v[i] for d, v in st.items()}) for t, st in self.bstats]
+
+    def rate(self, drive, t0=0, window=1.0, what="ops"):
+        """[(t, per second)] of QEMU's count `what` (counts()) for drive
+        d-NAME (or a tuple of drives together), over `window` s."""
+        drives = drive if isinstance(drive, tuple) else (drive,)
+        pts = [(t, sum(ops[d] for d in drives)) for t, ops in self.counts(what)
+               if t >= t0 and all(d in ops for d in drives)]
         out, j = [], 0
         for i, (t, n) in enumerate(pts):
             while j + 1 < i and t - pts[j + 1][0] >= window:
@@ -487,8 +497,8 @@ class Recorder(threading.Thread):
         return None
 
 
-def load_start(rec, drive, level, t0):
-    p = first(rec.rate(drive, t0), lambda v: v >= level)
+def load_start(rec, drive, level, t0, what="ops"):
+    p = first(rec.rate(drive, t0, what=what), lambda v: v >= level)
     return p[0] if p else None
 
 
@@ -506,17 +516,22 @@ class Fio:
                      f"--output=/root/fio-{name}.json --runtime={runtime} {args}")
 
     def randread(self, name, devices, qd=16, runtime=300, extra=""):
-        """Random 4k reads at queue depth qd. From QD 8 up, submitted qd/2
+        """Random 4k reads at queue depth qd on each of devices (random())."""
+        self.random(name, [(d, "randread") for d in devices], qd=qd, runtime=runtime, extra=extra)
+
+    def random(self, name, jobs, qd=16, bs="4k", runtime=300, extra=""):
+        """A job per (device, randread or randwrite) in jobs, bs-sized
+        I/Os at queue depth qd each. From QD 8 up, submitted qd/2
         and reaped at least qd/4 a call: the guest's CPU per I/O is what
         starves a TCG guest (fio ran at ~90% system CPU), and batching got
         1.8x the IOPS from it (this guest, an uncapped virtio volume, QD16,
         10 s each: 5,556 IOPS one I/O per call, 9,919 batched; the burst
         needs 3,000). QEMU's throttle, not fio, still sets the rate: qd/2
         or more requests wait in the guest's queue."""
-        jobs = " ".join(f"--name={name}{i} --filename={d}" for i, d in enumerate(devices))
+        args = " ".join(f"--name={name}{i} --filename={d} --rw={rw}" for i, (d, rw) in enumerate(jobs))
         batch = f"--iodepth_batch_submit={qd // 2} --iodepth_batch_complete_min={qd // 4} " if qd >= 8 else ""
-        self.start(name, f"--direct=1 --rw=randread --bs=4k --iodepth={qd} --ioengine=libaio --time_based "
-                         f"{batch}{extra} {jobs}", runtime)
+        self.start(name, f"--direct=1 --bs={bs} --iodepth={qd} --ioengine=libaio --time_based "
+                         f"{batch}{extra} {args}", runtime)
 
     def stop(self, name):
         """SIGTERM to fio's main process (it ends its jobs and writes its
@@ -595,21 +610,34 @@ class Scenarios:
             raise AssertionError(f"iopsd-lab vm {' '.join(args)} exited {r.returncode}: {r.stdout}")
         return r.stdout
 
-    def log_seconds(self, disk, t0, drive=None):
+    # what log_seconds() reads for QEMU's count `what`: iopsd's rate, its
+    # estimate (a family and its labels), the unit
+    SECONDS_OF = {
+        "ops": ("iopsd_device_iops", "read", ("iopsd_device_iops_ceiling_estimate", {}), "IOPS"),
+        "reads": ("iopsd_device_iops", "read", ("iopsd_device_op_iops_ceiling_estimate", {"op": "read"}), "IOPS"),
+        "writes": ("iopsd_device_iops", "write", ("iopsd_device_op_iops_ceiling_estimate", {"op": "write"}),
+                   "IOPS"),
+        "bytes": ("iopsd_device_throughput_bytes_per_second", "read",
+                  ("iopsd_device_throughput_ceiling_estimate_bytes_per_second", {}), "B/s"),
+    }
+
+    def log_seconds(self, disk, t0, drive=None, what="ops"):
         """What iopsd's detectors saw of disk since t0, second by second:
-        IOPS/queue/util, and QEMU's rate to drive (a failed figure's
+        the rate that QEMU's count `what` caps (IOPS or bytes/s), queue,
+        util, its estimate; and QEMU's rate to drive (a failed figure's
         evidence)."""
         rec = self.rec
+        name, op, (est, est_labels), unit = self.SECONDS_OF[what]
         q = dict(rec.series("main", "iopsd_device_queue_depth", t0, device=disk))
         u = dict(rec.series("main", "iopsd_device_utilization_ratio", t0, device=disk))
-        e = dict(rec.series("main", "iopsd_device_iops_ceiling_estimate", t0, device=disk))
-        i = rec.series("main", "iopsd_device_iops", t0, device=disk, op="read")
-        log(f"{disk} as iopsd saw it (s since: IOPS/queue/util/estimate): " + " ".join(
+        e = dict(rec.series("main", est, t0, device=disk, **est_labels))
+        i = rec.series("main", name, t0, device=disk, op=op)
+        log(f"{disk} as iopsd saw it (s since: {op} {unit}/queue/util/estimate): " + " ".join(
             f"{t - t0:.0f}:{v:.0f}/{q.get(t, float('nan')):.1f}/{u.get(t, float('nan')):.2f}/"
             f"{e.get(t, float('nan')):.0f}" for t, v in i))
         if drive:
-            log(f"{drive} as QEMU let it through (s since: IOPS): " + " ".join(
-                f"{t - t0:.0f}:{v:.0f}" for t, v in rec.rate(drive, t0)[::2]))
+            log(f"{drive} as QEMU let it through (s since: {what}/s): " + " ".join(
+                f"{t - t0:.0f}:{v:.0f}" for t, v in rec.rate(drive, t0, what=what)[::2]))
 
     def counted(self, disk, t0, t1):
         """What QEMU and the declared iopsd counted on disk between t0 and
@@ -623,10 +651,11 @@ class Scenarios:
         return (f"QEMU {q[-1][1] - q[0][1]:.0f} I/Os in {q[-1][0] - q[0][0]:.1f} s, iopsd {c[-1][1] - c[0][1]:.0f} "
                 f"in {c[-1][0] - c[0][0]:.1f} s")
 
-    def qemu_seconds(self, drive, t_from, within):
-        """QEMU's non-overlapping 1-s rates to drive in the `within` s from t_from."""
+    def qemu_seconds(self, drive, t_from, within, what="ops"):
+        """QEMU's non-overlapping 1-s rates (of its count `what`,
+        Recorder.counts()) to drive in the `within` s from t_from."""
         secs, last = [], None
-        for t, v in self.rec.rate(drive, t_from) if t_from else []:
+        for t, v in self.rec.rate(drive, t_from, what=what) if t_from else []:
             if t > t_from + within:
                 break
             if last is None or t - last >= 0.95:
