@@ -35,9 +35,10 @@ scenario of test-lab-scenarios.py has it. The scenarios
 
 IOPSD_TTF_RUNS runs per scenario (default 5 for iops alone, else 3),
 taken in turns (a run of each scenario, then the next round), each a
-demand rising from quiet: at least 8 s without I/O on the scenario's
+demand rising from quiet: at least 22 s without I/O on the scenario's
 volumes (iopsd's onset test looks at a demand that follows 3 s without a
-queue), then fio for about 15 s (longer while the cap is not flagged, up
+queue; 22 s leave none of the run before in iopsd's 20-s window), then
+fio for about 15 s (longer while the cap is not flagged, up
 to 30 s after it bound). Per run:
 
   binding   when QEMU's own count (QMP query-blockstats) for the capped
@@ -52,11 +53,14 @@ to 30 s after it bound). Per run:
             the flag is seen (not for shared)
 
 time_to_flag = flag - binding. A run in which QEMU itself did not hold the
-cap, its 1-s rates within 1.5% of the cap in fewer than 80% of the seconds
-from binding to the end of the load (the share below which
+cap in the 10 s after binding that the goal gives iopsd, its 1-s rates
+within 1.5% of the cap in fewer than 80% of them (the share below which
 test-lab-scenarios.py's flat scenario says the plateau did not hold), or
 never reached 0.9 of it, judged the TCG guest, short of CPU, not iopsd: it
-is inconclusive and runs once more.
+is inconclusive and runs once more. (Over the whole load, the seconds
+after a late flag made up for a start the guest did not deliver: a RAID0
+member's QEMU count, 5 of its first 10 s within 1.5% on a busy host, 81%
+over the load, flagged at 20.6 s.)
 
 Asserted per scenario, over its conclusive runs (the cap was delivered, so
 the time is iopsd's):
@@ -69,12 +73,15 @@ the time is iopsd's):
   - at most one run still inconclusive after its rerun, and at least one
     conclusive run: otherwise the lab judged too little of iopsd.
 
-A run slower than 10 s logs what iopsd saw second by second (and, for an
-IOPS cap, whether its input held a plateau by iopsd's rule). Prints a
+A run slower than 10 s logs what iopsd saw second by second, the onset
+test's view of its first seconds (the tightest 5 s in a row as iopsd saw
+them and as QEMU let them through, against the test's band) and, for an
+IOPS cap, whether its input held a plateau by the window test's rule. Prints a
 table of the runs and the figures ttf_p50, ttf_p95, ttf_max and conclusive
 (with one scenario) or ttf_p50_SCENARIO, ... (with several);
-tests/labtable.py puts them in the lab's table. About 5 minutes for iops
-alone, the guest's boot included; about 2 minutes more per scenario."""
+tests/labtable.py puts them in the lab's table. About 6 minutes for iops
+alone (5 runs), the guest's boot included; about 11 for all five
+scenarios, 3 runs each."""
 import importlib.util
 import math
 import os
@@ -248,8 +255,8 @@ class Shared(Scenario):
 
     def log_seconds(self, ttf, t0):
         rec = ttf.rec
-        est = {lab["devices"]: dict(pts) for lab, pts in rec.labels_of("main", "iopsd_shared_ceiling_iops_estimate", t0)}
-        thr = {lab["devices"]: dict(pts) for lab, pts in rec.labels_of("main", "iopsd_shared_ceiling_throttled", t0)}
+        est, thr = ({lab["devices"]: dict(pts) for lab, pts in rec.labels_of("main", f"iopsd_shared_ceiling_{n}", t0)}
+                    for n in ("iops_estimate", "throttled"))
         for lab, pts in rec.labels_of("main", "iopsd_shared_ceiling_iops", t0):
             g = lab["devices"]
             log(f"shared ceiling {{devices={g}}} as iopsd saw it (s since: IOPS/throttled/estimate): " + " ".join(
@@ -341,11 +348,12 @@ class TimeToFlag(ls.Scenarios):
         return max(starts) if all(starts) else None
 
     def held(self, sc, bound, t_stop):
-        """The share of QEMU's 1-s rates within BAND of the cap from bound
-        to t_stop, the least of sc's legs."""
+        """The share of QEMU's 1-s rates within BAND of the cap in the
+        GOAL_P95 s from bound (to t_stop at the most), the least of sc's
+        legs."""
         shares = []
         for d, what, cap in sc.legs:
-            q = self.qemu_seconds(d, bound, t_stop - bound - 0.5, what)
+            q = self.qemu_seconds(d, bound, min(GOAL_P95, t_stop - bound - 0.5), what)
             shares.append(sum(abs(v - cap) <= BAND * cap for _, v in q) / len(q) if q else 0.0)
         return min(shares)
 
@@ -369,12 +377,13 @@ class TimeToFlag(ls.Scenarios):
         if not bound:
             row["why"] = f"QEMU never let {BOUND:.0%} of {sc.describe()} through in 20 s"
         elif share < HELD:
-            row["why"] = (f"QEMU's 1-s rates within {BAND:.1%} of {sc.describe()} in {share:.0%} of the seconds "
-                          f"after binding (< {HELD:.0%}): the TCG guest, short of CPU, did not hold the cap")
+            row["why"] = (f"QEMU's 1-s rates within {BAND:.1%} of {sc.describe()} in {share:.0%} of the "
+                          f"{GOAL_P95:.0f} s after binding (< {HELD:.0%}): the TCG guest, short of CPU, did not "
+                          "hold the cap")
         log(f"{sc.key} run {label}: {quiet_ios} I/Os in the {QUIET:.0f} s before; guest clock "
             f"{self.clock_offset:+.3f} s (read in {rtt * 1000:.0f} ms); bound {fmt(bound - t0 if bound else None)} s "
             f"after fio started, flagged {fmt(row['ttf'])} s after that, estimate {row['estimate']}, stage "
-            f"{found_by}; QEMU in band {share:.0%}; fio {fio_rates(report)}"
+            f"{found_by}; QEMU in band {share:.0%} of the {GOAL_P95:.0f} s after binding; fio {fio_rates(report)}"
             + (f"; INCONCLUSIVE: {row['why']}" if "why" in row else ""))
         if "why" not in row and (row["ttf"] is None or row["ttf"] > GOAL_P95):
             self.explain(sc, label, t0, bound)
