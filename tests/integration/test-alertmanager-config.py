@@ -37,10 +37,12 @@ def check(cond, msg, failures):
 
 def check_routes(failures):
     out = amtool("check-config", CONFIG)
-    check("SUCCESS" in out and "6 inhibit rules" in out, f"amtool check-config: {out.split()[-1]}", failures)
+    check("SUCCESS" in out and "5 inhibit rules" in out, f"amtool check-config: {out.split()[-1]}", failures)
     for labels, want in ((["alertname=IopsdBurstBalanceLow", "severity=info"], "iopsd-ticket"),
                          (["alertname=IopsdDeviceThrottled", "severity=warning"], "iopsd-page"),
-                         (["alertname=IopsdDown", "severity=critical"], "iopsd-page")):
+                         (["alertname=IopsdDown", "severity=critical"], "iopsd-page"),
+                         (["alertname=IopsdCeilingInhibitor", "severity=none", "cause=IopsdDeviceThrottled"],
+                          "iopsd-none")):
         got = amtool("config", "routes", "test", f"--config.file={CONFIG}", *labels).strip()
         check(got == want, f"{' '.join(labels)} routes to {got} (want {want})", failures)
 
@@ -72,7 +74,7 @@ def member_alert(status):
         "annotations": {
             "summary": "xvdf (/data) on db1.example.internal:9477 is held at a ceiling",
             "description": "xvdf (volume vol-0aaaaaaaaaaaaaaa1), member of md0, mounted on /data: IOPS or throughput flat while "
-                           "requests queue, 100% of the last 5 minutes, for at least 5 minutes; throttled 75% of "
+                           "requests queue, 100% of the last minute; throttled 75% of "
                            "the last hour. Now 3000 IOPS, 11.72MiB/s. Declared limit: none; ceiling found: "
                            "3000 IOPS. A provisioned limit nobody declared, or one that was reached.",
             "runbook_url": "file:///usr/share/iopsd/runbooks/IopsdDeviceThrottled.md"},
