@@ -1,13 +1,16 @@
 """The alerting chain as a user runs it, for the integration tests: a real
-Prometheus with the shipped rules (their for: and range windows 10 times
-shorter), a real Alertmanager with the shipped
-configuration (its receivers pointed at a webhook in the test, its group
-timings shortened) and that webhook receiver, all on 127.0.0.1."""
+Prometheus with the shipped rules (their for:, keep_firing_for: and range
+windows 10 times shorter, or as shipped), a real Alertmanager with the
+shipped configuration (its receivers pointed at a webhook in the test, its
+group timings shortened, or as shipped) and that webhook receiver, all on
+127.0.0.1."""
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
@@ -15,10 +18,11 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from iopsdtest import SRCDIR, free_port
+from iopsdtest import SRCDIR, free_port, run
 
 RULES_DIR = os.path.join(SRCDIR, "contrib", "prometheus", "rules")
 AM_DIR = os.path.join(SRCDIR, "contrib", "alertmanager")
+LAB = os.path.join(SRCDIR, "contrib", "lab", "iopsd-lab")
 
 
 def log(msg):
@@ -26,27 +30,39 @@ def log(msg):
 
 
 def compress_rules(dst_dir, minute=6):
-    """The shipped rule files with every minute of for: and of [Nm] windows
-    read as `minute` seconds: the same expressions and texts in a test's
-    time. Not shorter: iopsd's ceiling detection takes its 20 one-second
-    samples whatever the rules say, and at a minute a second it would lag
-    alerts it precedes by minutes in production (IopsdDeviceSaturated
-    would fire before the IopsdDeviceThrottled that inhibits it). Returns
-    the files' paths and the alerts' for: in seconds."""
-    paths, for_s = [], {}
+    """The shipped rule files with every duration of for:, keep_firing_for:
+    and of [..] windows in seconds or minutes read `minute` seconds a
+    minute (a 15s for: at minute=6 is 1500ms): the same expressions and
+    texts in a test's time (60: as shipped; hours, which only the texts'
+    queries use, are left alone). Not shorter: iopsd's ceiling detection
+    takes its 4 to 20 one-second samples whatever the rules say, and at a
+    minute a second it would lag alerts it precedes by minutes in
+    production (IopsdDeviceSaturated would fire before the
+    IopsdDeviceThrottled that inhibits it). Returns the files' paths and
+    the alerts' for: and keep_firing_for: in seconds ({alert: (for, keep)})."""
+    def scaled(m):
+        ms = int(m.group(2)) * {"ms": 1, "s": 1000, "m": 60000}[m.group(3)] * minute // 60
+        return f"{m.group(1)}{ms // 1000}s" if ms % 1000 == 0 else f"{m.group(1)}{ms}ms"
+
+    paths, timing = [], {}
     for n in sorted(os.listdir(RULES_DIR)):
         if not n.endswith(".yml"):
             continue
         with open(os.path.join(RULES_DIR, n)) as f:
             text = f.read()
-        text = re.sub(r"(for:\s*)(\d+)m\b", lambda m: f"{m.group(1)}{int(m.group(2)) * minute}s", text)
-        text = re.sub(r"\[(\d+)m\]", lambda m: f"[{int(m.group(1)) * minute}s]", text)
-        for m in re.finditer(r"- alert: (\w+)\n(?:(?!- alert:).*\n)*?\s+for: (\d+)s", text):
-            for_s[m.group(1)] = int(m.group(2))
+        if minute != 60:
+            text = re.sub(r"((?:keep_firing_)?for:\s*)(\d+)(ms|s|m)\b", scaled, text)
+            text = re.sub(r"(\[)(\d+)(ms|s|m)(?=[]:])", scaled, text)
+        for block in re.split(r"\n\s+- alert: ", text)[1:]:
+            name = block.split("\n", 1)[0].strip()
+            f_ = re.search(r"\n\s+for: (\d+)(ms|s|m)\n", block)
+            k_ = re.search(r"\n\s+keep_firing_for: (\d+)(ms|s|m)\n", block)
+            timing[name] = tuple(int(x.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[x.group(2)] if x else 0.0
+                                 for x in (f_, k_))
         paths.append(os.path.join(dst_dir, n))
         with open(paths[-1], "w") as f:
             f.write(text)
-    return paths, for_s
+    return paths, timing
 
 
 class Webhook:
@@ -127,8 +143,9 @@ def http_json(url, data=None, timeout=30):
 
 class Alertmanager(Process):
     """The shipped alertmanager.yml, its receivers' URLs on `webhook`, and
-    group_wait/group_interval/repeat_interval as given (the shipped 30s, 5m,
-    4h do not fit a test)."""
+    the root route's group_wait/group_interval/repeat_interval as given
+    (the shipped 30s, 30s, 4h do not fit a compressed test); None keeps
+    the shipped value."""
 
     def __init__(self, tmp, webhook, group_wait="5s", group_interval="10s", repeat_interval="1h"):
         self.port = free_port()
@@ -137,7 +154,8 @@ class Alertmanager(Process):
         text = text.replace("http://127.0.0.1:9095", webhook.url)
         for key, value in (("group_wait", group_wait), ("group_interval", group_interval),
                            ("repeat_interval", repeat_interval)):
-            text = re.sub(rf"(\n  {key}: )\S+", rf"\g<1>{value}", text)
+            if value is not None:
+                text = re.sub(rf"(\n  {key}: )\S+", rf"\g<1>{value}", text)
         os.makedirs(os.path.join(tmp, "am"), exist_ok=True)
         self.config = os.path.join(tmp, "am", "alertmanager.yml")
         with open(self.config, "w") as f:
@@ -166,7 +184,8 @@ class Prometheus(Process):
         self.port = free_port()
         self.tmp = tmp
         os.makedirs(os.path.join(tmp, "rules"), exist_ok=True)
-        self.rule_files, self.for_s = compress_rules(os.path.join(tmp, "rules"), minute)
+        self.rule_files, self.timing = compress_rules(os.path.join(tmp, "rules"), minute)
+        self.for_s = {name: f for name, (f, _) in self.timing.items()}
         alerting = {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am.port}"]}]}]} if am else None
         if isinstance(config, dict):
             config = dict(config, rule_files=self.rule_files)
@@ -247,6 +266,44 @@ class VMAlert(Process):
 
     def groups(self):
         return http_json(f"{self.url}/api/v1/rules")["data"]["groups"]
+
+
+class Lab:
+    """A volume of contrib/lab/iopsd-lab capped at `iops`, under /var/tmp."""
+
+    def __init__(self, iops, name="lab"):
+        self.base = tempfile.mkdtemp(prefix=f"iopsd-alerting-{name}-", dir="/var/tmp")
+        self.opts = ["--name", f"alerting-{os.getpid()}-{name}", "--dir", self.base]
+        run(LAB, "up", "--iops", str(iops), "--size", "256M", *self.opts)
+        env = run(LAB, "env", *self.opts).stdout.decode()
+        self.env = dict(line.split("=", 1) for line in env.split())
+
+    def cmd(self, *argv):
+        return [LAB, "run", *self.opts, "--", *argv]
+
+    def down(self):
+        run(LAB, "down", "--force", *self.opts, check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def stop(proc):
+    """SIGINT a load (fio prints its report), SIGKILL it after 15 s."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def inhibited(am, instance):
+    """{(alertname, device): [inhibitors]} of the instance's inhibited alerts."""
+    out = {}
+    for a in am.alerts(inhibited="true", silenced="false", active="false", unprocessed="false"):
+        if a["labels"].get("instance") == instance and a["status"]["inhibitedBy"]:
+            out[(a["labels"]["alertname"], a["labels"].get("device"))] = a["status"]["inhibitedBy"]
+    return out
 
 
 def wait_ready(url, proc, timeout=30):

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(__file__))
 from iopsdtest import (SRCDIR, Daemon, Ext4Mount, free_port, metric_value, require_root,  # noqa: E402
                        require_tool, run)
+from alertstack import stop  # noqa: E402
 
 LAB = os.path.join(SRCDIR, "contrib", "lab", "iopsd-lab")
 CAP = 600
@@ -125,16 +125,6 @@ class Prometheus:
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
-
-
-def stop(proc):
-    if proc and proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def check(cond, msg, failures):
