@@ -22,6 +22,8 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .onset_tolerance = 0.001,
 	    .onset_slack_ios = 3.0,
 	    .onset_slack_max = 0.003,
+	    .onset_sum_sec = 8.0,
+	    .onset_sum_spread = 1.5,
 	    .plateau_tolerance = 0.015,
 	    .plateau_slack_ios = 2.5,
 	    .plateau_fraction = 0.8,

@@ -34,6 +34,10 @@ struct ceiling_params {
 	double onset_tolerance;		/* ... all sit within this share of their median (0.001) ... */
 	double onset_slack_ios;		/* ... or this many I/Os per interval (3) ... */
 	double onset_slack_max;		/* ... but no more than this share of it (0.003) */
+	double onset_sum_sec;		/* the sum test: the last onset_sum_sec of such a demand
+					 * (8 s; 0, or onset_sec 0: none) ... */
+	double onset_sum_spread;	/* ... each second within this many onset bands (1.5), the
+					 * running sum within one band, never less than a request */
 	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;	/* share of the window that must be queueing (0.8) */

@@ -1212,6 +1212,128 @@ static void test_a_wandering_device_is_not_flagged_at_its_onsets(void **state)
 	assert_true(without <= 5);
 }
 
+/* The VM lab's throughput cap (tests/vm/test-lab-time-to-flag.py, bps): QEMU
+ * holding 16 MiB/s of fio's 128 KiB reads, as iopsd in the guest read it
+ * (bytes/s, aqu-sz, %util). QEMU's own count held 16 MiB/s to 0.06% a
+ * second; the guest's seconds end off QEMU's, so each holds 127 to 129
+ * requests, 0.8% apiece, and no 5 s lie within the onset band (0.3%). */
+static const double qemu_bps_16mib_128k[][3] = {
+    {0, 0, 0},
+    {0, 0, 0},
+    {7462433, 3.7, 33},
+    {16783308, 14.4, 100},
+    {16761159, 14.3, 100},
+    {16674257, 14.3, 100},
+    {16896494, 14.5, 100},
+    {16657988, 14.2, 100},
+    {16881632, 14.4, 100},
+    {16668446, 14.2, 100},
+    {16766720, 14.3, 100},
+    {16756455, 14.3, 100},
+    {16931959, 14.4, 100},
+    {16756773, 14.3, 100},
+    {16788548, 14.3, 100},
+    {16652172, 14.2, 100},
+    {16800905, 14.3, 100},
+    {16748125, 14.3, 100},
+    {16916036, 14.5, 100},
+    {16669131, 14.2, 100},
+};
+
+/* Feeds the series until it ends or the throughput is first flagged. */
+static void feed_bps(struct run *r, size_t *i, int *ret_bound)
+{
+	for (; *i < ELEMENTSOF(qemu_bps_16mib_128k); ++*i) {
+		const double *x = qemu_bps_16mib_128k[*i];
+
+		if (*ret_bound < 0 && x[2] >= 80) {
+			*ret_bound = (int)*i;
+		}
+		feed(r, rates(x[0] / 131072, 131072, x[1], x[2] / 100));
+		if (r->st.throughput.is_active) {
+			++*i;
+			return;
+		}
+	}
+}
+
+/* The sum test flags it at its 8th queueing second, within 1%; the onset
+ * test alone leaves it to the window test. */
+static void test_a_throughput_cap_of_large_requests_is_flagged_by_the_sum_test(void **state)
+{
+	struct run r;
+	int bound = -1;
+	size_t i = 0;
+
+	run_init(&r);
+	feed_bps(&r, &i, &bound);
+	print_message(
+	    "QEMU 16 MiB/s of 128 KiB: queueing from sample %d, throttled from %d, estimate %.0f B/s\n",
+	    bound, r.first_throttled, r.out.throughput_ceiling_estimate);
+	assert_true(r.st.throughput.is_active);
+	assert_int_equal(r.first_throttled - bound, (int)r.p.onset_sum_sec - 1);
+	assert_int_equal(r.st.throughput.found_by, CEILING_STAGE_ONSET);
+	assert_near(r.out.throughput_ceiling_estimate, 16 * 1048576.0, 0.01);
+	for (; i < ELEMENTSOF(qemu_bps_16mib_128k); i++) {
+		const double *x = qemu_bps_16mib_128k[i];
+
+		feed(&r, rates(x[0] / 131072, 131072, x[1], x[2] / 100));
+		assert_true(r.out.is_throttled); /* and it holds to the end */
+	}
+
+	run_init(&r);
+	r.p.onset_sum_sec = 0;
+	bound = -1;
+	i = 0;
+	feed_bps(&r, &i, &bound);
+	assert_true(r.first_throttled < 0 || r.first_throttled - bound >= 10);
+}
+
+/* A slow device whose seconds hold whole requests of 128 KiB, wandering by
+ * +-amp requests around 128 with its queue full, its demand starting 1000
+ * times (14 s on, 5 s idle): the onsets flagged. */
+static unsigned whole_request_onsets(double amp, double sum_sec)
+{
+	struct run r;
+	unsigned episodes = 0;
+	bool was = false;
+
+	run_init(&r);
+	r.p.onset_sum_sec = sum_sec;
+	for (unsigned i = 0; i < 1000 * 19; i++) {
+		if (i % 19 < 14) {
+			feed(&r, rates(round(128 + amp * noise()), 131072, 16, 1.0));
+		} else {
+			feed(&r, rates(0, 131072, 0, 0));
+		}
+		episodes += r.out.is_throttled && !was;
+		was = r.out.is_throttled;
+	}
+	return episodes;
+}
+
+/* What the sum test's request-wide band costs: a device wandering by 6
+ * requests (4.7%) is flagged at no more onsets than before it, one
+ * wandering by 3 (2.3%) at no more than 2% more of them. */
+static void test_the_sum_test_on_a_slow_wandering_device(void **state)
+{
+	struct ceiling_params p;
+	unsigned with6, without6, with3, without3;
+
+	ceiling_params_default(&p);
+	with6 = whole_request_onsets(6, p.onset_sum_sec);
+	without6 = whole_request_onsets(6, 0);
+	with3 = whole_request_onsets(3, p.onset_sum_sec);
+	without3 = whole_request_onsets(3, 0);
+	print_message(
+	    "128 whole requests +-6, 1000 onsets: flagged %u with the sum test, %u without; +-3: %u, %u\n",
+	    with6, without6, with3, without3);
+	assert_int_equal(with6, without6);
+	assert_true(with3 <= without3 + 20);
+	/* and the test is there: a device held to a request is flagged */
+	assert_true(whole_request_onsets(0.5, p.onset_sum_sec) >= 990);
+}
+
 struct burst_run {
 	struct run r;
 	int first_exhausted;	   /* sample at which a burst was seen to run out, -1 never */
@@ -1610,6 +1732,8 @@ int main(void)
 	    cmocka_unit_test(test_a_long_second_is_not_made_up_by_a_short_one_after_it),
 	    cmocka_unit_test(test_recorded_caps_are_flagged_at_the_onset),
 	    cmocka_unit_test(test_a_wandering_device_is_not_flagged_at_its_onsets),
+	    cmocka_unit_test(test_a_throughput_cap_of_large_requests_is_flagged_by_the_sum_test),
+	    cmocka_unit_test(test_the_sum_test_on_a_slow_wandering_device),
 	    cmocka_unit_test(test_recorded_busy_unthrottled_device_is_not_throttled),
 	    cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
 	    cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),
