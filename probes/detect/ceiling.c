@@ -24,6 +24,7 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .onset_slack_max = 0.003,
 	    .onset_sum_sec = 8.0,
 	    .onset_sum_spread = 1.5,
+	    .onset_sum_jitter_sec = 0.0075,
 	    .plateau_tolerance = 0.015,
 	    .plateau_slack_ios = 2.5,
 	    .plateau_fraction = 0.8,

@@ -291,7 +291,9 @@ static bool onset_test(const struct ceiling_state *st, const struct ceiling_para
  * So in the first onset_horizon_sec of a demand that rose from quiet,
  * onset_sum_sec of it whose every second is within onset_sum_spread bands
  * of their mean and whose running sum is within one band (never less than
- * a request) of the mean's are the plateau. Longer than the onset test,
+ * a request, nor than onset_sum_jitter_sec at the level: a guest's seconds
+ * end a few ms either side of the hypervisor's) of the mean's are the
+ * plateau. Longer than the onset test,
  * because a request-wide band lets a slow busy device in more often: at
  * 8 s, a device of 128 whole requests a second wandering by 3 (2.3%) is
  * flagged at 15 more onsets in 1000, where the window test calls it
@@ -323,9 +325,10 @@ static bool sum_test(const struct ceiling_state *st, const struct ceiling_params
 	}
 	/* a request, in the unit of res */
 	request = res == RESOURCE_IOPS ? 1.0 : latest->iops > 0 ? latest->bytes_per_sec / latest->iops : 0.0;
-	band = fmax(fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, level, latest),
-			 fmax(p->onset_slack_max, p->onset_tolerance) * level),
-		    request);
+	band = fmax(fmax(fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, level, latest),
+			      fmax(p->onset_slack_max, p->onset_tolerance) * level),
+			 request),
+		    p->onset_sum_jitter_sec * level);
 	/* oldest first: the running sum against the level's */
 	for (unsigned i = k; i-- > 0;) {
 		const struct ceiling_sample *s = recent(st, i);

@@ -1289,6 +1289,45 @@ static void test_a_throughput_cap_of_large_requests_is_flagged_by_the_sum_test(v
 	assert_true(r.first_throttled < 0 || r.first_throttled - bound >= 10);
 }
 
+/* The VM lab's 1000-IOPS cap (iops, the host at load 1.3) as iopsd in the
+ * guest read it (IOPS, aqu-sz, %util): the guest's seconds 12 and 13 ended
+ * 5 ms off QEMU's, 995 then 1005, so no 5 s lie within the onset band
+ * (3 I/Os); their running sum strays by 5.25 I/Os and comes back. */
+static const double qemu_cap1000_made_up[][3] = {
+    {0, 0, 0},	       {0, 0, 0},	  {183, 0.8, 8},    {1000, 13.0, 99}, {999, 13.2, 100},
+    {1002, 13.3, 100}, {1000, 12.6, 100}, {995, 13.1, 99},  {1005, 12.0, 97}, {1001, 13.2, 100},
+    {1000, 13.3, 100}, {1000, 13.2, 100}, {999, 13.1, 100}, {996, 12.8, 100}, {1000, 12.4, 100},
+    {997, 13.0, 99},   {1007, 12.5, 99},  {1000, 12.4, 99}, {1001, 12.3, 99},
+};
+
+static void test_a_cap_read_by_a_skewed_guest_clock_is_flagged_by_the_sum_test(void **state)
+{
+	struct run r;
+
+	run_init(&r);
+	for (size_t i = 0; i < ELEMENTSOF(qemu_cap1000_made_up); i++) {
+		const double *x = qemu_cap1000_made_up[i];
+
+		feed(&r, rates(x[0], 4096, x[1], x[2] / 100));
+	}
+	print_message("QEMU 1000, seconds made up: throttled from %d (%s), estimate %.2f\n",
+		      r.first_throttled, ceiling_stage_name(r.first_found_by), r.out.iops_ceiling_estimate);
+	/* queueing from sample 3: its 8th queueing second is sample 10 */
+	assert_int_equal(r.first_throttled, 3 + (int)r.p.onset_sum_sec - 1);
+	assert_int_equal(r.first_found_by, CEILING_STAGE_ONSET);
+	assert_true(r.out.is_throttled);
+	assert_near(r.out.iops_ceiling_estimate, 1000, 0.01);
+
+	run_init(&r);
+	r.p.onset_sum_sec = 0;
+	for (size_t i = 0; i < ELEMENTSOF(qemu_cap1000_made_up); i++) {
+		const double *x = qemu_cap1000_made_up[i];
+
+		feed(&r, rates(x[0], 4096, x[1], x[2] / 100));
+	}
+	assert_true(r.first_throttled < 0 || r.first_throttled >= 3 + 10);
+}
+
 /* A slow device whose seconds hold whole requests of 128 KiB, wandering by
  * +-amp requests around 128 with its queue full, its demand starting 1000
  * times (14 s on, 5 s idle): the onsets flagged. */
@@ -1734,6 +1773,7 @@ int main(void)
 	    cmocka_unit_test(test_a_wandering_device_is_not_flagged_at_its_onsets),
 	    cmocka_unit_test(test_a_throughput_cap_of_large_requests_is_flagged_by_the_sum_test),
 	    cmocka_unit_test(test_the_sum_test_on_a_slow_wandering_device),
+	    cmocka_unit_test(test_a_cap_read_by_a_skewed_guest_clock_is_flagged_by_the_sum_test),
 	    cmocka_unit_test(test_recorded_busy_unthrottled_device_is_not_throttled),
 	    cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
 	    cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),
