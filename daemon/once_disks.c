@@ -115,7 +115,7 @@ static struct sampler_snapshot *window_end(struct once_disks *d, uint64_t end_us
 {
 	uint64_t ticks[ONCE_DISKS_RING];
 	struct sampler_snapshot *s = NULL;
-	size_t n = d->n_ticks < ONCE_DISKS_RING ? d->n_ticks : ONCE_DISKS_RING, k;
+	size_t n, k;
 
 	if (d->has_ticker) {
 		pthread_mutex_lock(&d->lock);
@@ -124,6 +124,9 @@ static struct sampler_snapshot *window_end(struct once_disks *d, uint64_t end_us
 		pthread_mutex_unlock(&d->lock);
 		pthread_join(d->ticker, NULL);
 	}
+	/* counted once the ticker is gone: a tick it took after a count made
+	 * before the stop would be left in the ring, neither picked nor freed */
+	n = d->n_ticks < ONCE_DISKS_RING ? d->n_ticks : ONCE_DISKS_RING;
 	for (size_t i = 0; i < n; i++) {
 		ticks[i] = d->ring[i]->monotonic_usec;
 	}

@@ -19,7 +19,7 @@ import iopsdtest as t  # noqa: E402
 
 def once_in(throttle, conf):
     """Run --once in the cgroup; returns (exit status, document, seconds
-    until the document was complete, stderr)."""
+    until the document was complete, stderr, seconds until the exit)."""
     t0 = time.monotonic()
     p = subprocess.Popen(throttle.wrap([t.IOPSD, "--once", "--output-format=json", "--config", conf]),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -41,9 +41,10 @@ def once_in(throttle, conf):
         except ValueError:
             pass
     rc = p.wait(60)
+    exited = time.monotonic() - t0
     err = p.stderr.read().decode()
     assert doc is not None, f"no JSON (exit {rc}): {out[:300]!r} {err}"
-    return rc, doc["jobs"][0], took, err
+    return rc, doc["jobs"][0], took, err, exited
 
 
 def measure_cap(throttle, workdir, dev, engine):
@@ -58,7 +59,7 @@ def measure_cap(throttle, workdir, dev, engine):
     # runs came in at 225-380): measured again, up to 5 times.
     for attempt in range(5):
         time.sleep(1)  # a fresh throttle slice
-        rc, job, _, err = once_in(throttle, conf)
+        rc, job, _, err, _ = once_in(throttle, conf)
         assert rc == 0 and job["success"], (rc, job["message"], err)
         assert job["job options"]["ioengine"] == engine, job["job options"]
         iops = job["read"]["iops"]
@@ -88,9 +89,9 @@ def stuck_times_out(throttle, workdir, dev, engine):
     with open(slow, "w") as f:
         f.write(f"[stuck]\nfilename={dev.path}\nrw=randread\nbs=4k\niodepth=16\nruntime=1s\n"
                 f"ioengine={engine}\n")
-    rc, job, took, err = once_in(throttle, slow)
-    print(f"{engine}: stuck device: result after {took:.2f} s: {job['message']}")
-    assert rc == 1 and not job["success"], (rc, job)
+    rc, job, took, err, exited = once_in(throttle, slow)
+    print(f"{engine}: stuck device: result after {took:.2f} s: {job['message']}; exit after {exited:.2f} s")
+    assert rc == 1 and not job["success"], (rc, job, err)
     assert job["error_name"] == "ETIMEDOUT", job
     assert job["read"]["errors"]["timeout"] >= 1, job["read"]["errors"]
     assert job["errors"]["timeout"] >= 1
