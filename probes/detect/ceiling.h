@@ -39,7 +39,7 @@ struct ceiling_params {
 	double onset_sum_spread;	/* ... each second within this many onset bands (1.5), the
 					 * running sum within one band, never less than a request
 					 * ... */
-	double onset_sum_jitter_sec;	/* ... nor than this many seconds at the level (0.005): where
+	double onset_sum_jitter_sec;	/* ... nor than this many seconds at the level (0.0075): where
 					 * a guest's second ends against the hypervisor's */
 	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */

@@ -232,6 +232,30 @@ static unsigned onset_samples(const struct ceiling_state *st, const struct ceili
 	return samples_spanning(st, seconds, dm->n);
 }
 
+/* The onset band around level: the slack of a hypervisor's timer, a few
+ * I/Os either side of a sample's edge, but never so wide at a low level
+ * that a slow busy device wandering by percents enters it by chance. */
+static double onset_band(const struct ceiling_params *p, enum resource res, double level,
+			 const struct ceiling_sample *s)
+{
+	return fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, level, s),
+		    fmax(p->onset_slack_max, p->onset_tolerance) * level);
+}
+
+/* Whether the last k samples are a demand an onset test may flag: not
+ * idling, and not iopsd's own (the ceiling probe's burst is measured,
+ * ceiling_state_measured(), not flagged). */
+static bool is_others_demand(const struct ceiling_state *st, const struct ceiling_params *p, unsigned k)
+{
+	double ios = 0.0, own = 0.0;
+
+	for (unsigned i = 0; i < k; i++) {
+		ios += recent(st, i)->iops;
+		own += recent(st, i)->own_ops / recent(st, i)->interval_sec;
+	}
+	return ios / k >= p->min_iops && own <= 0.5 * ios;
+}
+
 /* The onset test. A cap holds a demand that rose from quiet at one level
  * from its first full second: a cgroup's token bucket gives each second
  * the same count to within an I/O (600.00, 1000.0 and 20000 r/s, second
@@ -245,36 +269,25 @@ static unsigned onset_samples(const struct ceiling_state *st, const struct ceili
 static bool onset_test(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		       const struct demand *dm, double *ret_level)
 {
-	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, ios = 0.0, own = 0.0;
+	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0;
 	unsigned k;
 
 	k = onset_samples(st, p, dm, p->onset_sec);
-	if (k == 0) {
+	if (k == 0 || !is_others_demand(st, p, k)) {
 		return false;
 	}
 	for (unsigned i = 0; i < k; i++) {
 		values[i] = sample_value(recent(st, i), res);
 	}
 	median = ceiling_median(values, k);
-	/* the slack of a hypervisor's timer, a few I/Os either side of a
-	 * sample's edge, but never so wide at a low level that a slow busy
-	 * device wandering by percents enters it by chance */
-	band = fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, median, recent(st, 0)),
-		    fmax(p->onset_slack_max, p->onset_tolerance) * median);
+	band = onset_band(p, res, median, recent(st, 0));
 	for (unsigned i = 0; i < k; i++) {
-		const struct ceiling_sample *s = recent(st, i);
+		double x = sample_value(recent(st, i), res);
 
-		if (fabs(sample_value(s, res) - median) > band) {
+		if (fabs(x - median) > band) {
 			return false;
 		}
-		sum += sample_value(s, res);
-		ios += s->iops;
-		own += s->own_ops / s->interval_sec;
-	}
-	/* a demand of iopsd's own (the ceiling probe's burst) is measured,
-	 * not flagged (ceiling_state_measured()) */
-	if (ios / k < p->min_iops || own > 0.5 * ios) {
-		return false;
+		sum += x;
 	}
 	*ret_level = sum / k;
 	return true;
@@ -304,31 +317,21 @@ static bool sum_test(const struct ceiling_state *st, const struct ceiling_params
 {
 	unsigned k =
 	    p->onset_sec > 0 && p->onset_sum_sec > 0 ? onset_samples(st, p, dm, p->onset_sum_sec) : 0;
-	double count = 0.0, sec = 0.0, ios = 0.0, own = 0.0, level, band, request, off = 0.0;
+	double count = 0.0, sec = 0.0, level, band, request, off = 0.0;
 	const struct ceiling_sample *latest;
 
-	if (k == 0) {
+	if (k == 0 || !is_others_demand(st, p, k)) {
 		return false;
 	}
 	latest = recent(st, 0);
 	for (unsigned i = 0; i < k; i++) {
-		const struct ceiling_sample *s = recent(st, i);
-
-		count += sample_value(s, res) * s->interval_sec;
-		sec += s->interval_sec;
-		ios += s->iops;
-		own += s->own_ops / s->interval_sec;
+		count += sample_value(recent(st, i), res) * recent(st, i)->interval_sec;
+		sec += recent(st, i)->interval_sec;
 	}
 	level = count / sec;
-	if (ios / k < p->min_iops || own > 0.5 * ios) {
-		return false;
-	}
 	/* a request, in the unit of res */
 	request = res == RESOURCE_IOPS ? 1.0 : latest->iops > 0 ? latest->bytes_per_sec / latest->iops : 0.0;
-	band = fmax(fmax(fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, level, latest),
-			      fmax(p->onset_slack_max, p->onset_tolerance) * level),
-			 request),
-		    p->onset_sum_jitter_sec * level);
+	band = fmax(fmax(onset_band(p, res, level, latest), request), p->onset_sum_jitter_sec * level);
 	/* oldest first: the running sum against the level's */
 	for (unsigned i = k; i-- > 0;) {
 		const struct ceiling_sample *s = recent(st, i);
