@@ -22,6 +22,8 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .onset_tolerance = 0.001,
 	    .onset_slack_ios = 3.0,
 	    .onset_slack_max = 0.003,
+	    .onset_quick_sec = 4.0,
+	    .onset_quick_ios = 500.0,
 	    .onset_sum_sec = 8.0,
 	    .onset_sum_spread = 1.5,
 	    .onset_sum_jitter_sec = 0.0075,

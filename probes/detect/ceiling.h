@@ -34,6 +34,11 @@ struct ceiling_params {
 	double onset_tolerance;		/* ... all sit within this share of their median (0.001) ... */
 	double onset_slack_ios;		/* ... or this many I/Os per interval (3) ... */
 	double onset_slack_max;		/* ... but no more than this share of it (0.003) */
+	double onset_quick_sec;		/* the onset test's quick form: the last onset_quick_sec
+					 * (4 s; 0: none) of such a demand all within
+					 * onset_tolerance of their median, no slack ... */
+	double onset_quick_ios;		/* ... where they average at least this many I/Os
+					 * per interval (500) */
 	double onset_sum_sec;		/* the sum test: the last onset_sum_sec of such a demand
 					 * (8 s; 0, or onset_sec 0: none) ... */
 	double onset_sum_spread;	/* ... each second within this many onset bands (1.5), the
