@@ -284,21 +284,53 @@ static void make_up_pair(const struct shared_ceiling *sc, struct ceiling_state *
 
 /* Whether the last n_sec seconds of members m[0..k-1], whose sum held
  * e->level, show one ceiling: the sum is flatter than its parts (at most
- * max_ratio of their variance), or at least two of them sit below what
- * they are known to do, or it is the base their sum's burst settled to. */
+ * max_ratio of their variance, the parts wandering by at least min_parts
+ * between them for that to say anything), or at least two of them sit
+ * below what they are known to do, or it is the base their sum's burst
+ * settled to. */
 static bool is_held_together(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
 			     const size_t *m, size_t k, const struct ceiling_state *tmp,
 			     const double (*x)[SHARED_CEILING_MAX_MEMBERS], unsigned n_sec, double max_ratio,
-			     struct evaluation *e)
+			     double min_parts, struct evaluation *e)
 {
-	double parts, band = ceiling_band(&sc->cp, e->level, ceiling_state_recent(tmp, 0));
+	double parts;
 
 	e->variance_ratio = variance_ratio(sc, tmp, x, k, n_sec, &parts);
 	e->n_held = count_held(sc, devs, m, k, x, n_sec);
-	/* the parts must wander by more than the band for their variance
-	 * to say anything */
-	return (e->variance_ratio <= max_ratio && parts >= band * band / 4) ||
-	       e->n_held >= sc->p.min_members || is_learned_base(sc, e->level);
+	return (e->variance_ratio <= max_ratio && parts >= min_parts) || e->n_held >= sc->p.min_members ||
+	       is_learned_base(sc, e->level);
+}
+
+/* The least the parts must wander for the window test's ratio to say
+ * anything: their variance at least a quarter of the plateau band's
+ * square. */
+static double window_min_parts(const struct shared_ceiling *sc, const struct ceiling_state *tmp, double level)
+{
+	double band = ceiling_band(&sc->cp, level, ceiling_state_recent(tmp, 0));
+
+	return band * band / 4;
+}
+
+/* ... and for the onset test's: each part wandering by more than a device
+ * of its own cap does in its first seconds (the onset band at its most,
+ * onset_slack_max of its mean). A group's members wander by a percent of
+ * their share while the sum holds (QEMU's group of 1500: 493 498 498 509
+ * ..., the sum 1500 1500 1500 1499 1502); parts flatter than that are as
+ * likely caps of their own, which the device's onset test finds. */
+static double onset_min_parts(const struct shared_ceiling *sc, const double (*x)[SHARED_CEILING_MAX_MEMBERS],
+			      size_t k, unsigned n_sec)
+{
+	double min_parts = 0.0;
+
+	for (size_t j = 0; j < k; j++) {
+		double mean = 0.0;
+
+		for (unsigned t = 0; t < n_sec; t++) {
+			mean += x[t][j] / n_sec;
+		}
+		min_parts += pow(sc->cp.onset_slack_max * mean, 2);
+	}
+	return min_parts;
 }
 
 /* Whether members m[0..k-1] are held by one ceiling: the onset test on
@@ -330,15 +362,19 @@ static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceilin
 		make_up_pair(sc, &on->st, on->x, k, n_on);
 		if (onset_plateau(sc, &on->st, n_on, &e.level)) {
 			e.found_by = CEILING_STAGE_ONSET;
-			is_shared = is_held_together(sc, devs, m, k, &on->st,
-						     (const double(*)[SHARED_CEILING_MAX_MEMBERS])on->x, n_on,
-						     sc->p.onset_max_variance_ratio, &e);
+			const double(*ox)[SHARED_CEILING_MAX_MEMBERS] =
+			    (const double(*)[SHARED_CEILING_MAX_MEMBERS])on->x;
+
+			is_shared = is_held_together(sc, devs, m, k, &on->st, ox, n_on,
+						     sc->p.onset_max_variance_ratio,
+						     onset_min_parts(sc, ox, k, n_on), &e);
 		}
 		free(on);
 	}
 	if (!is_shared && w == window_of(sc) && ceiling_state_iops_plateau(tmp, &sc->cp, &e.level)) {
 		e.found_by = CEILING_STAGE_WINDOW;
-		is_shared = is_held_together(sc, devs, m, k, tmp, cx, w, sc->p.max_variance_ratio, &e);
+		is_shared = is_held_together(sc, devs, m, k, tmp, cx, w, sc->p.max_variance_ratio,
+					     window_min_parts(sc, tmp, e.level), &e);
 	}
 	/* the learned bucket's burst is not the ceiling */
 	is_shared = is_shared && !burst_tracker_is_bursting(&sc->total, e.level);
