@@ -71,6 +71,9 @@ def main():
             print(f"busy seconds: median {med:.0f} IOPS, spread {100 * (max(iops) - min(iops)) / med:.1f}% "
                   f"(the onset test wants 5 s within 0.3%)")
             t.figure("fast_device_median_iops", f"{med:.0f}")
+            print("each second since the first demand (IOPS, queue, throttled): " + " ".join(
+                f"{s.get('iops') or 0:.0f}/{s.get('queue_depth') or 0:.1f}/{s.get('throttled') or 0:.0f}"
+                for s in hist))
         assert len(busy) >= ONSETS * DEMAND // 2, \
             f"only {len(busy)} busy samples: fio did not load {loop.name} ({hist[:3]})"
         queued = [s for s in busy if (s.get("queue_depth") or 0) >= 0.9]
