@@ -41,12 +41,11 @@ struct ceiling_params {
 					 * per interval (500) */
 	double onset_sum_sec;		/* the sum test: the last onset_sum_sec of such a demand
 					 * (8 s; 0, or onset_sec 0: none) ... */
-	double onset_sum_spread;	/* ... each second within this many bands (1.2), the
+	double onset_sum_spread;	/* ... each second within this many onset bands (1.5), the
 					 * running sum within one band, never less than a request
 					 * ... */
-	double onset_sum_jitter_sec;	/* ... nor than this many seconds at the level (0.010): where
-					 * a guest's second ends against the hypervisor's, a
-					 * throttle's timer tick */
+	double onset_sum_jitter_sec;	/* ... nor than this many seconds at the level (0.0075): where
+					 * a guest's second ends against the hypervisor's */
 	double plateau_tolerance;	/* half-width of the plateau band, relative to its level (0.015) */
 	double plateau_slack_ios;	/* ... widened to at least this many I/Os per interval (2.5) */
 	double plateau_fraction;	/* share of the window that must be queueing (0.8) */

@@ -342,14 +342,13 @@ static bool onset_test(const struct ceiling_state *st, const struct ceiling_para
  * onset_sum_sec of it whose every second is within onset_sum_spread bands
  * of their mean and whose running sum is within one band (never less than
  * a request, nor than onset_sum_jitter_sec at the level: a guest's seconds
- * end a few ms either side of the hypervisor's, and a cgroup's throttle
- * deals its I/Os a timer tick at a time, 8 to 9 ms either side of its
- * level at 20000 and 50000 IOPS on a busy host) of the mean's are the
- * plateau. Longer than the onset test, because a request-wide band lets a
- * slow busy device in more often: at 8 s, a device of 128 whole requests a
- * second wandering by 3 (2.3%) is flagged at 23 more onsets in 1000, where
- * the window test calls it throttled for half its seconds anyway
- * (bench/README.md, "The sum test"). */
+ * end a few ms either side of the hypervisor's) of the mean's are the
+ * plateau. Longer than the onset test,
+ * because a request-wide band lets a slow busy device in more often: at
+ * 8 s, a device of 128 whole requests a second wandering by 3 (2.3%) is
+ * flagged at 15 more onsets in 1000, where the window test calls it
+ * throttled for half its seconds anyway (bench/README.md, "The sum
+ * test"). */
 static bool sum_test(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		     const struct demand *dm, double *ret_level)
 {

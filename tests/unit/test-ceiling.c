@@ -1341,61 +1341,6 @@ static void test_a_cap_read_by_a_skewed_guest_clock_is_flagged_by_the_sum_test(v
 	assert_true(r.first_throttled < 0 || r.first_throttled > 3 + (int)r.p.onset_sum_sec - 1);
 }
 
-/* The cgroup lab at 50000 and 20000 IOPS (bench/detect --time-to-flag on
- * 348f8c3, the report's queued seconds of two runs it missed in 15 s, each
- * second with requests waiting). The loop device's throttle dispatches once
- * a timer tick, so a second's count is a tick's I/Os either side of its
- * level, and the running sum strays by 8.4 and 9.1 ms of the level where
- * the sum test's band was 7.5 ms. */
-static const double cgroup_cap50000_ticks[] = {49986, 50196, 49868, 49490, 50281, 50148, 50326,
-					       49629, 50145, 49973, 50350, 49837, 50108, 49705};
-static const double cgroup_cap20000_ticks[] = {19357, 19825, 20015, 20174, 19801, 19977, 19953, 20248,
-					       20029, 19966, 19759, 20215, 19872, 20030, 20006};
-
-/* The sample at which the series, after two idle seconds, is flagged; -1
- * never. */
-static int first_flagged_after_quiet(const double *iops, size_t n, double jitter_sec, double *ret_estimate)
-{
-	struct run r;
-
-	run_init(&r);
-	r.p.onset_sum_jitter_sec = jitter_sec;
-	feed(&r, rates(0, 4096, 0, 0));
-	feed(&r, rates(0, 4096, 0, 0));
-	for (size_t i = 0; i < n; i++) {
-		feed(&r, rates(iops[i], 4096, 15.9, 1.0));
-	}
-	*ret_estimate = r.out.iops_ceiling_estimate;
-	return r.first_throttled;
-}
-
-static void test_a_cgroup_cap_a_tick_off_is_flagged_by_the_sum_test(void **state)
-{
-	struct ceiling_params p;
-	double estimate;
-	int at;
-
-	ceiling_params_default(&p);
-	/* the demand's first second is sample 2: the 8th is sample 9 */
-	at = first_flagged_after_quiet(cgroup_cap50000_ticks, ELEMENTSOF(cgroup_cap50000_ticks),
-				       p.onset_sum_jitter_sec, &estimate);
-	print_message("cgroup lab 50000: throttled from %d, estimate %.1f\n", at, estimate);
-	assert_int_equal(at, 2 + (int)p.onset_sum_sec - 1);
-	assert_near(estimate, 50000, 0.01);
-	at = first_flagged_after_quiet(cgroup_cap20000_ticks, ELEMENTSOF(cgroup_cap20000_ticks),
-				       p.onset_sum_jitter_sec, &estimate);
-	print_message("cgroup lab 20000: throttled from %d, estimate %.1f\n", at, estimate);
-	assert_true(at >= 0 && at <= 2 + 9);
-	assert_near(estimate, 20000, 0.01);
-	/* with the band of 7.5 ms, neither within its 15 s */
-	assert_int_equal(first_flagged_after_quiet(cgroup_cap50000_ticks, ELEMENTSOF(cgroup_cap50000_ticks),
-						   0.0075, &estimate),
-			 -1);
-	assert_int_equal(first_flagged_after_quiet(cgroup_cap20000_ticks, ELEMENTSOF(cgroup_cap20000_ticks),
-						   0.0075, &estimate),
-			 -1);
-}
-
 /* A slow device whose seconds hold whole requests of 128 KiB, wandering by
  * +-amp requests around 128 with its queue full, its demand starting 1000
  * times (14 s on, 5 s idle): the onsets flagged. */
@@ -1456,9 +1401,7 @@ static unsigned bucket_onsets(double rate, double sum_sec)
 
 /* What the sum test's request-wide band costs: a device wandering by 6
  * requests (4.7%) is flagged at no more onsets than before it, one
- * wandering by 3 (2.3%) at no more than 3% more of them (a device the
- * window test calls throttled for half its seconds once a demand lasts
- * 20 s: bench/README.md, "The sum test"). */
+ * wandering by 3 (2.3%) at no more than 2% more of them. */
 static void test_the_sum_test_on_a_slow_wandering_device(void **state)
 {
 	struct ceiling_params p;
@@ -1473,7 +1416,7 @@ static void test_the_sum_test_on_a_slow_wandering_device(void **state)
 	    "128 whole requests +-6, 1000 onsets: flagged %u with the sum test, %u without; +-3: %u, %u\n",
 	    with6, without6, with3, without3);
 	assert_int_equal(with6, without6);
-	assert_true(with3 <= without3 + 30);
+	assert_true(with3 <= without3 + 20);
 	/* and the test is there: a bucket of 127.5 requests a second, its
 	 * seconds 127 and 128 in turn, is flagged at every onset with it and
 	 * at none without (the onset test's band is under a request) */
@@ -1930,7 +1873,6 @@ int main(void)
 	    cmocka_unit_test(test_a_throughput_cap_of_large_requests_is_flagged_by_the_sum_test),
 	    cmocka_unit_test(test_the_sum_test_on_a_slow_wandering_device),
 	    cmocka_unit_test(test_a_cap_read_by_a_skewed_guest_clock_is_flagged_by_the_sum_test),
-	    cmocka_unit_test(test_a_cgroup_cap_a_tick_off_is_flagged_by_the_sum_test),
 	    cmocka_unit_test(test_recorded_busy_unthrottled_device_is_not_throttled),
 	    cmocka_unit_test(test_noisy_load_below_the_cap_is_not_throttled),
 	    cmocka_unit_test(test_rate_limited_client_without_queue_is_not_throttled),
