@@ -232,24 +232,21 @@ static unsigned onset_samples(const struct ceiling_state *st, const struct ceili
 	return samples_spanning(st, seconds, dm->n);
 }
 
-/* The onset band around level: the slack of a hypervisor's timer, a few
- * I/Os either side of a sample's edge, but never so wide at a low level
- * that a slow busy device wandering by percents enters it by chance. */
+/* An onset band around level: onset_tolerance of it, widened to slack_ios
+ * I/Os per interval (the slack of a hypervisor's timer, a few I/Os either
+ * side of a sample's edge) but never past slack_max of it, so that a slow
+ * busy device wandering by percents does not enter it by chance. */
+static double onset_band_of(const struct ceiling_params *p, double slack_ios, double slack_max,
+			    enum resource res, double level, const struct ceiling_sample *s)
+{
+	return fmin(band_of(p->onset_tolerance, slack_ios, res, level, s),
+		    fmax(slack_max, p->onset_tolerance) * level);
+}
+
 static double onset_band(const struct ceiling_params *p, enum resource res, double level,
 			 const struct ceiling_sample *s)
 {
-	return fmin(band_of(p->onset_tolerance, p->onset_slack_ios, res, level, s),
-		    fmax(p->onset_slack_max, p->onset_tolerance) * level);
-}
-
-/* The quick form's band: the onset tolerance alone, no slack: a cgroup's
- * throttle deals each second to within an I/O or two of thousands. */
-static double onset_quick_band(const struct ceiling_params *p, enum resource res, double level,
-			       const struct ceiling_sample *s)
-{
-	(void)res;
-	(void)s;
-	return p->onset_tolerance * level;
+	return onset_band_of(p, p->onset_slack_ios, p->onset_slack_max, res, level, s);
 }
 
 /* Whether the last k samples are a demand an onset test may flag: not
@@ -273,14 +270,12 @@ static bool is_others_demand(const struct ceiling_state *st, const struct ceilin
  * wandered by 3, its timer releasing I/Os either side of a second's edge),
  * while a device that is merely busy wanders by percents. So in the first
  * onset_horizon_sec of such a demand, the last `seconds` of it all within
- * `band` of their median, a band much narrower than the window test's, is
+ * an onset band of their median, much narrower than the window test's, is
  * the plateau, found there and then. Only the few seconds after an onset
  * are looked at, so a device busy all day is judged by the window test
  * alone, as before. */
 static bool flat_onset(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
-		       const struct demand *dm, double seconds,
-		       double (*band_at)(const struct ceiling_params *, enum resource, double,
-					 const struct ceiling_sample *),
+		       const struct demand *dm, double seconds, double slack_ios, double slack_max,
 		       double min_requests, double *ret_level)
 {
 	double values[CEILING_WINDOW_MAX], median, band, sum = 0.0, requests = 0.0;
@@ -298,7 +293,7 @@ static bool flat_onset(const struct ceiling_state *st, const struct ceiling_para
 		return false;
 	}
 	median = ceiling_median(values, k);
-	band = band_at(p, res, median, recent(st, 0));
+	band = onset_band_of(p, slack_ios, slack_max, res, median, recent(st, 0));
 	for (unsigned i = 0; i < k; i++) {
 		double x = sample_value(recent(st, i), res);
 
@@ -312,22 +307,22 @@ static bool flat_onset(const struct ceiling_state *st, const struct ceiling_para
 }
 
 /* The onset test in its two forms: the quick one, onset_quick_sec within
- * onset_tolerance of their median (a cgroup's cap, flagged a second
- * sooner), then onset_sec within the onset band (3 I/Os: a hypervisor's).
- * The quick form is a second shorter, so its band has no slack, and it
- * judges only seconds of at least onset_quick_ios requests: in
- * fewer, one request is more than its band, and a busy device's whole
- * counts agree four seconds running by chance (128 a second wandering by
- * 6 did so at 45 onsets in 10000, bench/README.md). */
+ * onset_tolerance of their median (no slack: a cgroup's cap, flagged a
+ * second sooner), then onset_sec within the onset band (3 I/Os: a
+ * hypervisor's). The quick form judges only seconds of at least
+ * onset_quick_ios requests: in fewer, one request is more than its band,
+ * and a busy device's whole counts agree four seconds running by chance
+ * (128 a second wandering by 3: flagged at 49 onsets in 1000 without that
+ * floor, 20 with it, tests/unit/test-ceiling.c). */
 static bool onset_test(const struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		       const struct demand *dm, double *ret_level)
 {
 	if (p->onset_sec <= 0) {
 		return false;
 	}
-	return flat_onset(st, p, res, dm, p->onset_quick_sec, onset_quick_band, p->onset_quick_ios,
-			  ret_level) ||
-	       flat_onset(st, p, res, dm, p->onset_sec, onset_band, 0.0, ret_level);
+	return flat_onset(st, p, res, dm, p->onset_quick_sec, 0.0, 0.0, p->onset_quick_ios, ret_level) ||
+	       flat_onset(st, p, res, dm, p->onset_sec, p->onset_slack_ios, p->onset_slack_max, 0.0,
+			  ret_level);
 }
 
 /* The sum test, the onset test's second form. A token bucket keeps what a

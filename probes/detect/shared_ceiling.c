@@ -152,6 +152,17 @@ static double variance_ratio(const struct shared_ceiling *sc, const struct ceili
 	return parts > 0 ? var_sum / parts : INFINITY;
 }
 
+/* Member j's mean over the last n_sec seconds. */
+static double member_mean(const double (*x)[SHARED_CEILING_MAX_MEMBERS], size_t j, unsigned n_sec)
+{
+	double mean = 0.0;
+
+	for (unsigned t = 0; t < n_sec; t++) {
+		mean += x[t][j] / n_sec;
+	}
+	return mean;
+}
+
 /* Members that ran, on average over the last n_sec seconds, below
  * held_below of what each is known to do on its own. */
 static unsigned count_held(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
@@ -161,11 +172,8 @@ static unsigned count_held(const struct shared_ceiling *sc, const struct shared_
 	unsigned n_held = 0;
 
 	for (size_t j = 0; j < k; j++) {
-		double mean = 0.0;
+		double mean = member_mean(x, j, n_sec);
 
-		for (unsigned t = 0; t < n_sec; t++) {
-			mean += x[t][j] / n_sec;
-		}
 		if (devs[m[j]].known_iops > 0 && mean <= sc->p.held_below * devs[m[j]].known_iops) {
 			n_held++;
 		}
@@ -323,12 +331,7 @@ static double onset_min_parts(const struct shared_ceiling *sc, const double (*x)
 	double min_parts = 0.0;
 
 	for (size_t j = 0; j < k; j++) {
-		double mean = 0.0;
-
-		for (unsigned t = 0; t < n_sec; t++) {
-			mean += x[t][j] / n_sec;
-		}
-		min_parts += pow(sc->cp.onset_slack_max * mean, 2);
+		min_parts += pow(sc->cp.onset_slack_max * member_mean(x, j, n_sec), 2);
 	}
 	return min_parts;
 }
@@ -361,10 +364,10 @@ static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceilin
 		memcpy(on->x, x, sizeof(x));
 		make_up_pair(sc, &on->st, on->x, k, n_on);
 		if (onset_plateau(sc, &on->st, n_on, &e.level)) {
-			e.found_by = CEILING_STAGE_ONSET;
 			const double(*ox)[SHARED_CEILING_MAX_MEMBERS] =
 			    (const double(*)[SHARED_CEILING_MAX_MEMBERS])on->x;
 
+			e.found_by = CEILING_STAGE_ONSET;
 			is_shared = is_held_together(sc, devs, m, k, &on->st, ox, n_on,
 						     sc->p.onset_max_variance_ratio,
 						     onset_min_parts(sc, ox, k, n_on), &e);

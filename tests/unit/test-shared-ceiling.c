@@ -831,46 +831,42 @@ static void test_throttle_group_loaded_in_turn_is_found(void **state)
 
 static const char *const vdghi[] = {"vdg", "vdh", "vdi"};
 
-/* A made-up pair (a short second, then a long one) is two seconds at the
- * cap: found by the onset test at the 7th second of the demand. */
-static void test_throttle_group_with_a_made_up_pair_is_found_at_its_onset(void **state)
+/* A recorded group of 1500 over vdg, vdh and vdi, after 20 idle samples:
+ * found by the onset test at sample `at`, within 1%, named whole. */
+static void check_found_at_onset(const char *what, const double (*series)[9], size_t n, int at)
 {
 	struct group_run g;
 
 	group_init(&g, vdghi, 3);
 	group_idle(&g, 20);
-	for (size_t i = 0; i < ELEMENTSOF(qemu_group_1500_made_up); i++) {
-		group_feed(&g, qemu_group_1500_made_up[i]);
+	for (size_t i = 0; i < n; i++) {
+		group_feed(&g, series[i]);
 	}
-	print_message("group of 1500, a made-up pair: found at sample %d (%s), %.1f\n", g.first_found,
+	print_message("group of 1500, %s: found at sample %d (%s), %.1f\n", what, g.first_found,
 		      ceiling_stage_name(g.first_found_by), g.first_estimate);
-	/* queueing from sample 4 (after the 20 idle): its 7th second is 10 */
-	assert_int_equal(g.first_found, 20 + 10);
+	assert_int_equal(g.first_found, at);
 	assert_int_equal(g.first_found_by, CEILING_STAGE_ONSET);
 	assert_near(g.first_estimate, 1500, 0.01);
 	assert_group_devices(only_group(&g), "vdg,vdh,vdi");
 	group_done(&g);
 }
 
+/* A made-up pair (a short second, then a long one) is two seconds at the
+ * cap: found by the onset test at the 7th second of the demand (queueing
+ * from sample 4 after the 20 idle: sample 10). */
+static void test_throttle_group_with_a_made_up_pair_is_found_at_its_onset(void **state)
+{
+	check_found_at_onset("a made-up pair", qemu_group_1500_made_up, ELEMENTSOF(qemu_group_1500_made_up),
+			     20 + 10);
+}
+
 /* Members steadier than the window test's band asks, their sum flatter
- * still: found by the onset test at the 7th second of the demand. */
+ * still: found by the onset test at the 7th second of the demand
+ * (queueing from sample 5: sample 11). */
 static void test_throttle_group_of_steady_members_is_found_at_its_onset(void **state)
 {
-	struct group_run g;
-
-	group_init(&g, vdghi, 3);
-	group_idle(&g, 20);
-	for (size_t i = 0; i < ELEMENTSOF(qemu_group_1500_steady); i++) {
-		group_feed(&g, qemu_group_1500_steady[i]);
-	}
-	print_message("group of 1500, steady members: found at sample %d (%s), %.1f\n", g.first_found,
-		      ceiling_stage_name(g.first_found_by), g.first_estimate);
-	/* queueing from sample 5 (after the 20 idle): its 7th second is 11 */
-	assert_int_equal(g.first_found, 20 + 11);
-	assert_int_equal(g.first_found_by, CEILING_STAGE_ONSET);
-	assert_near(g.first_estimate, 1500, 0.01);
-	assert_group_devices(only_group(&g), "vdg,vdh,vdi");
-	group_done(&g);
+	check_found_at_onset("steady members", qemu_group_1500_steady, ELEMENTSOF(qemu_group_1500_steady),
+			     20 + 11);
 }
 
 /* Deterministic noise in [-1, 1). */
