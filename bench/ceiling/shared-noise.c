@@ -112,16 +112,21 @@ int main(int argc, char **argv)
 	}
 	onsets = strtoul(argv[1], NULL, 10);
 	shared_ceiling_params_default(&sp);
-	printf("%-10s %5s %6s %14s\n", "onset_sec", "disks", "jitter", "false groups");
+	printf("%-4s %-5s %5s %6s %14s\n", "sec", "ratio", "disks", "jitter", "false groups");
 	for (int a = 1; a < argc; a++) {
 		if (a > 1) {
-			sp.onset_sec = strtod(argv[a], NULL);
+			char *end;
+
+			sp.onset_sec = strtod(argv[a], &end);
+			if (*end == ':') {
+				sp.onset_max_variance_ratio = strtod(end + 1, NULL);
+			}
 		}
 		for (size_t n = 2; n <= 3; n++) {
 			for (size_t j = 0; j < sizeof(jitters) / sizeof(jitters[0]); j++) {
 				unsigned long f = false_groups(&sp, n, jitters[j], onsets);
 
-				printf("%-10g %5zu %5.0f%% %7lu in %lu\n", sp.onset_sec, n, jitters[j] * 100,
+				printf("%-4g %-5g %5zu %5.0f%% %7lu in %lu\n", sp.onset_sec, sp.onset_max_variance_ratio, n, jitters[j] * 100,
 				       f, onsets);
 				fflush(stdout);
 			}
