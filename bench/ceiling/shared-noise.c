@@ -126,8 +126,8 @@ int main(int argc, char **argv)
 			for (size_t j = 0; j < sizeof(jitters) / sizeof(jitters[0]); j++) {
 				unsigned long f = false_groups(&sp, n, jitters[j], onsets);
 
-				printf("%-4g %-5g %5zu %5.0f%% %7lu in %lu\n", sp.onset_sec, sp.onset_max_variance_ratio, n, jitters[j] * 100,
-				       f, onsets);
+				printf("%-4g %-5g %5zu %5.0f%% %7lu in %lu\n", sp.onset_sec,
+				       sp.onset_max_variance_ratio, n, jitters[j] * 100, f, onsets);
 				fflush(stdout);
 			}
 		}
