@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "ceiling_gate.h"
+#include "fine_reads.h"
 #include "fit.h"
 #include "detect.h"
 #include "identities.h"
@@ -272,6 +273,7 @@ static void daemon_sample(struct daemon *d)
 		log_warning_errno(r, "Failed to record device history: %m, ignoring.");
 	}
 	sampler_snapshot_unref(snap);
+	fine_reads_after_sample(d->fine_reads);
 }
 
 /* Publish what the modules hold now, with the process's figures and the
@@ -630,6 +632,10 @@ static int daemon_setup_sampling(struct daemon *d)
 	if (r < 0) {
 		return log_error_errno(r, "Failed to create the device sampler: %m");
 	}
+	r = fine_reads_new(d->event, d->sampler, d->detect, &d->fine_reads);
+	if (r < 0) {
+		return log_error_errno(r, "Failed to create the device sampler: %m");
+	}
 	r = history_new(d->cfg, &d->history);
 	if (r < 0) {
 		return log_error_errno(r, "Failed to allocate the history: %m");
@@ -798,6 +804,7 @@ struct daemon *daemon_free(struct daemon *d)
 	ceiling_gate_free(d->ceiling_gate);
 	sd_event_source_unref(d->sample_timer);
 	history_free(d->history);
+	fine_reads_free(d->fine_reads);
 	detect_free(d->detect);
 	identities_clear(&d->ids);
 	sampler_free(d->sampler);

@@ -22,6 +22,7 @@ struct daemon {
 
 	struct sampler *sampler;
 	struct detect *detect;	       /* the detection stage, run after each sample */
+	struct fine_reads *fine_reads; /* the pulse test's reads between samples */
 	sd_event_source *sample_timer; /* every cfg->sample_interval_usec, on realtime multiples */
 	struct history *history;       /* derived device rates and probe points for /api/v1/history */
 	struct ratelimit sample_log_ratelimit;

@@ -45,6 +45,7 @@ void ceiling_params_default(struct ceiling_params *ret)
 	    .saturation = 0.95,
 	};
 	burst_params_default(&ret->burst);
+	pulse_params_default(&ret->pulse);
 }
 
 unsigned ceiling_params_window(const struct ceiling_params *p, double interval_sec)
@@ -321,6 +322,8 @@ const char *ceiling_stage_name(enum ceiling_stage stage)
 		return "probe";
 	case CEILING_STAGE_PROVIDER:
 		return "provider";
+	case CEILING_STAGE_PULSE:
+		return "pulse";
 	case CEILING_STAGE_NONE:
 		break;
 	}
@@ -351,6 +354,9 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		 * onset test, the window test and the hold (plateau.h) */
 		if (!burst_gate(st, p, dc, s)) {
 			plateau_detect(st, p);
+		}
+		if (!ceiling_state_wants_fine_reads(st, p)) {
+			st->n_fine = 0;
 		}
 		ret->is_throttled = st->iops.is_active || st->throughput.is_active;
 		ret->is_saturated = r->utilization >= p->saturation;
@@ -420,6 +426,23 @@ bool ceiling_state_is_quiet(const struct ceiling_state *st, double seconds, doub
 		return false;
 	}
 	return fmax(ops, 0.0) / covered <= max_iops;
+}
+
+bool ceiling_state_wants_fine_reads(const struct ceiling_state *st, const struct ceiling_params *p)
+{
+	const struct ceiling_sample *latest = ceiling_state_recent(st, 0);
+
+	return p->pulse.slice_sec > 0 && latest &&
+	       ceiling_state_onset_samples(st, p, latest->interval_sec) > 0;
+}
+
+void ceiling_state_note_fine_read(struct ceiling_state *st, uint64_t monotonic_usec, uint64_t ios)
+{
+	if (st->n_fine == CEILING_FINE_MAX) {
+		memmove(st->fine, st->fine + 1, (CEILING_FINE_MAX - 1) * sizeof(st->fine[0]));
+		st->n_fine--;
+	}
+	st->fine[st->n_fine++] = (struct pulse_read){.monotonic_usec = monotonic_usec, .ios = ios};
 }
 
 /* The set ------------------------------------------------------------------ */
@@ -609,5 +632,29 @@ void ceiling_set_end_sample(struct ceiling_set *s)
 	if (j != s->n) {
 		s->n = j;
 		s->is_index_stale = true;
+	}
+}
+
+size_t ceiling_set_fine_wanted(const struct ceiling_set *s, const char **ret_names, size_t max,
+			       uint64_t *ret_period_usec)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n && n < max; i++) {
+		if (ceiling_state_wants_fine_reads(&s->entries[i]->state, &s->params)) {
+			ret_names[n++] = s->entries[i]->name;
+		}
+	}
+	*ret_period_usec = (uint64_t)llround(s->params.pulse.slice_sec / 2 * 1e6);
+	return n;
+}
+
+void ceiling_set_note_fine_read(struct ceiling_set *s, const char *name, uint64_t monotonic_usec,
+				uint64_t ios)
+{
+	struct ceiling_entry *e = lookup(s, name);
+
+	if (e && ceiling_state_wants_fine_reads(&e->state, &s->params)) {
+		ceiling_state_note_fine_read(&e->state, monotonic_usec, ios);
 	}
 }

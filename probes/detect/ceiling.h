@@ -13,8 +13,11 @@
 #include "config.h"
 #include "device.h"
 #include "diskstats.h"
+#include "pulse.h"
 
 #define CEILING_WINDOW_MAX 120
+/* The reads kept for the pulse test (pulse.h): 3 s at one every 50 ms. */
+#define CEILING_FINE_MAX 64
 
 /* Detection parameters. The daemon uses ceiling_params_default(); tests and
  * bench/detect may tune them. */
@@ -67,6 +70,9 @@ struct ceiling_params {
 	double contradict_factor;	/* an estimate exceeded by this factor ... (1.10) */
 	unsigned contradict_samples;	/* ... for this many samples in a row is dropped (3) */
 	double saturation;		/* busy ratio from which a device is saturated (0.95) */
+	struct pulse_params pulse;	/* the pulse test, in the first onset_horizon_sec of a
+					 * demand, on reads every pulse.slice_sec / 2 (slice_sec
+					 * 0: none) */
 	struct burst_params burst;	/* learning a burst bucket (burst.h) */
 };
 
@@ -99,6 +105,7 @@ enum ceiling_stage {
 	CEILING_STAGE_BURST,	/* the level a burst was seen to run out to */
 	CEILING_STAGE_PROBE,	/* measured by the ceiling probe (ceiling_state_measured()) */
 	CEILING_STAGE_PROVIDER, /* the provider counted the demand over the volume's limit */
+	CEILING_STAGE_PULSE,	/* the pulse test: slices of the same count (pulse.h) */
 };
 
 /* The stage's name in /api/v1/devices (found_by), NULL for none. */
@@ -136,6 +143,9 @@ struct ceiling_state {
 				     * fills it, 0 when unknown */
 	double units_per_io;	    /* the provider's units per I/O in the latest busy interval (1
 				     * without a declared iops_unit; 0 before one) */
+	struct pulse_read fine[CEILING_FINE_MAX]; /* the pulse test's reads since the demand
+						   * began, oldest first */
+	unsigned n_fine;
 };
 
 void ceiling_state_init(struct ceiling_state *st);
@@ -159,6 +169,13 @@ void ceiling_state_note_own_ops(struct ceiling_state *st, double ops);
  * volume's IOPS and throughput limits since the last sample (EBS NVMe's
  * "exceeded" counters): the provider test's evidence (plateau.h). */
 void ceiling_state_note_exceeded(struct ceiling_state *st, double iops_sec, double throughput_sec);
+
+/* Whether the device is in the first onset_horizon_sec of a demand that
+ * rose from quiet, queueing: the pulse test wants its counters read every
+ * pulse.slice_sec / 2 until the next sample (ceiling_state_note_fine_read()).
+ * Its reads are dropped at the first sample that no longer wants them. */
+bool ceiling_state_wants_fine_reads(const struct ceiling_state *st, const struct ceiling_params *p);
+void ceiling_state_note_fine_read(struct ceiling_state *st, uint64_t monotonic_usec, uint64_t ios);
 
 /* True when the last `seconds` of samples exist and, after subtracting the
  * I/Os of iopsd's own probes, averaged at most max_iops. */
@@ -211,3 +228,14 @@ void ceiling_set_end_sample(struct ceiling_set *s);
 
 /* The state of `name`, NULL when unknown. */
 struct ceiling_state *ceiling_set_find(struct ceiling_set *s, const char *name);
+
+/* The devices that want their counters read before the next sample
+ * (ceiling_state_wants_fine_reads()), at most max of them, into
+ * ret_names (valid until the next ceiling_set_end_sample()); their count.
+ * *ret_period_usec: how often. */
+size_t ceiling_set_fine_wanted(const struct ceiling_set *s, const char **ret_names, size_t max,
+			       uint64_t *ret_period_usec);
+/* A read of device `name`'s counters (reads and writes completed) at
+ * monotonic_usec; ignored for a device that does not want them. */
+void ceiling_set_note_fine_read(struct ceiling_set *s, const char *name, uint64_t monotonic_usec,
+				uint64_t ios);

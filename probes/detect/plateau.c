@@ -409,6 +409,29 @@ static bool provider_test(const struct ceiling_state *st, const struct ceiling_p
 	return true;
 }
 
+/* The pulse test (pulse.h) on the reads taken since the demand began, in
+ * its first onset_horizon_sec: a slice throttle's windows of 100 ms all
+ * hold the same count, where its seconds may not (a second's edge inside
+ * a burst moves its count by the burst's rate). The level it gives must
+ * agree with the latest second to a few plateau bands, as the hold asks
+ * of a second that falls off the estimate. */
+static bool pulse_stage(const struct ceiling_state *st, const struct ceiling_params *p,
+			const struct demand *dm, double *ret_level)
+{
+	const struct ceiling_sample *latest = recent(st, 0);
+	double level;
+
+	if (p->pulse.slice_sec <= 0 || onset_samples(st, p, dm, latest->interval_sec) == 0 ||
+	    !is_others_demand(st, p, 1) || !pulse_test(st->fine, st->n_fine, &p->pulse, &level)) {
+		return false;
+	}
+	if (fabs(latest->iops - level) > 4 * plateau_band(p, RESOURCE_IOPS, level, latest)) {
+		return false;
+	}
+	*ret_level = level;
+	return true;
+}
+
 /* The window test (find_plateau()): whether its plateau takes the latest
  * sample, holds one that fell short, or is not there. */
 enum window_verdict {
@@ -446,7 +469,7 @@ static bool holds(const struct ceiling_state *st, const struct ceiling_params *p
 		d->n_off = 0;
 		return true;
 	}
-	if (d->found_by != CEILING_STAGE_ONSET) {
+	if (d->found_by != CEILING_STAGE_ONSET && d->found_by != CEILING_STAGE_PULSE) {
 		return false; /* the window test has its own (WINDOW_LATEST_SHORT) */
 	}
 	if (++d->n_off == 1) {
@@ -478,8 +501,8 @@ static void release(struct ceiling_detector *d, const struct ceiling_params *p, 
 	}
 }
 
-/* The provider test, the onset test, the window test and the hold, in that
- * order, for one resource. */
+/* The provider test, the pulse test (IOPS), the onset test, the window
+ * test and the hold, in that order, for one resource. */
 static void detect(struct ceiling_state *st, const struct ceiling_params *p, enum resource res,
 		   const struct demand *dm)
 {
@@ -489,6 +512,10 @@ static void detect(struct ceiling_state *st, const struct ceiling_params *p, enu
 
 	if (provider_test(st, p, res, &level)) {
 		plateau_found(d, level, CEILING_STAGE_PROVIDER);
+		return;
+	}
+	if (res == RESOURCE_IOPS && pulse_stage(st, p, dm, &level)) {
+		plateau_found(d, level, CEILING_STAGE_PULSE);
 		return;
 	}
 	if (onset_test(st, p, res, dm, &level) || sum_test(st, p, res, dm, &level)) {

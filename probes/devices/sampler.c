@@ -66,6 +66,8 @@ struct sampler {
 	size_t buf_size;
 	struct diskstats_raw *cur; /* parse target, reused */
 	size_t cur_cap;
+	struct diskstats_raw *fine; /* sampler_read_ios()'s parse target, reused */
+	size_t fine_cap;
 	struct dmi_info dmi; /* read once: the machine does not change under it */
 
 	struct sampler_dev *devs; /* aligned with the last parsed list */
@@ -307,6 +309,7 @@ struct sampler *sampler_free(struct sampler *s)
 	free(s->devs);
 	free(s->view);
 	free(s->cur);
+	free(s->fine);
 	free(s->buf);
 	free(s->procfs);
 	free(s->sysfs);
@@ -760,4 +763,31 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 	snap->dmi = s->dmi;
 	*ret = snap;
 	return 0;
+}
+
+int sampler_read_ios(struct sampler *s, const char *const *names, size_t n, uint64_t *ret_ios,
+		     uint64_t *ret_monotonic_usec)
+{
+	int r, found = 0;
+
+	r = read_diskstats(s);
+	*ret_monotonic_usec = s->clock(CLOCK_MONOTONIC, s->clock_userdata);
+	if (r < 0) {
+		return r;
+	}
+	r = diskstats_parse_into(s->buf, &s->fine, &s->fine_cap, NULL);
+	if (r < 0) {
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ret_ios[i] = UINT64_MAX;
+		for (size_t j = 0; j < (size_t)r; j++) {
+			if (strcmp(s->fine[j].name, names[i]) == 0) {
+				ret_ios[i] = s->fine[j].reads + s->fine[j].writes;
+				found++;
+				break;
+			}
+		}
+	}
+	return found;
 }

@@ -97,6 +97,14 @@ void sampler_set_identities(struct sampler *s, struct probe_identity *const *ids
  * -ENOMEM; the previous state is kept so the next sample still derives. */
 int sampler_sample(struct sampler *s, struct sampler_snapshot **ret);
 
+/* Read PROCFS/diskstats now, between samples, for the reads and writes
+ * completed so far by each of names[0..n-1] (UINT64_MAX: not there), and
+ * when (CLOCK_MONOTONIC, read right after): the pulse test's reads
+ * (pulse.h), every 50 ms for a device in the first seconds of a demand.
+ * Leaves the samples alone. Returns the devices found, or -errno. */
+int sampler_read_ios(struct sampler *s, const char *const *names, size_t n, uint64_t *ret_ios,
+		     uint64_t *ret_monotonic_usec);
+
 /* A device of the last sample as the detection stage (probes/detect/) reads
  * it: every line of /proc/diskstats, kept by the filter or not, since an
  * array's members are followed even when the filter drops them. */

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "ceiling.h"
 #include "macro.h"
 #include "pulse.h"
 
@@ -368,6 +369,95 @@ static void test_late_reads_are_not_judged(void **state)
 	assert_false(pulse_test(r, 41, &p, &iops));
 }
 
+/* The detector fed as the daemon feeds it: a demand at a cgroup's cap of
+ * 20000 whose seconds wander by 1 to 2% (each second's edge inside a
+ * burst), with the reads every 50 ms that the device asks for while it is
+ * in the first seconds of its demand. */
+struct fed {
+	struct ceiling_state st;
+	struct ceiling_params p;
+	struct device_ceiling out;
+	uint64_t usec;	  /* the monotonic clock of the reads */
+	uint64_t ios;	  /* the device's count */
+	unsigned n_reads; /* the reads noted */
+};
+
+static void feed_second(struct fed *f, double iops, bool with_reads)
+{
+	struct device_rates r = {.valid = true, .interval_sec = 1.0};
+
+	if (iops > 0) {
+		r.read_iops = iops;
+		r.read_bytes_per_sec = iops * 4096;
+		r.queue_depth = 14;
+		r.utilization = 0.98;
+	}
+	ceiling_update(&f->st, &f->p, NULL, &r, &f->out);
+	for (unsigned i = 0; i < 20; i++) {
+		/* a burst of 2000 every 100 ms, split 1700 and 300 across two reads */
+		f->usec += 50000;
+		f->ios += i % 2 == 0 ? 1700 : 300;
+		if (with_reads && ceiling_state_wants_fine_reads(&f->st, &f->p)) {
+			ceiling_state_note_fine_read(&f->st, f->usec, f->ios);
+			f->n_reads++;
+		}
+	}
+}
+
+static const double wandering_20000[] = {19911, 19831, 19886, 20076, 19810,
+					 20258, 19819, 19792, 20453, 20009};
+
+/* The first queueing second asks for reads; the test wants 41 of them (2
+ * s), so the demand's 4th second flags it, at the cap, by the pulse
+ * test. Without the reads, its seconds say nothing within 10 s. */
+static void test_the_detector_flags_a_cgroup_cap_by_its_pulses(void **state)
+{
+	struct fed f = {0}, g = {0};
+	int first = -1;
+
+	ceiling_params_default(&f.p);
+	ceiling_state_init(&f.st);
+	g = f;
+	for (unsigned t = 0; t < 5; t++) {
+		feed_second(&f, 0, true);
+		feed_second(&g, 0, false);
+		assert_false(ceiling_state_wants_fine_reads(&f.st, &f.p));
+	}
+	assert_int_equal(f.n_reads, 0);
+	for (unsigned t = 0; t < ELEMENTSOF(wandering_20000); t++) {
+		feed_second(&f, wandering_20000[t], true);
+		feed_second(&g, wandering_20000[t], false);
+		if (first < 0 && f.out.is_throttled) {
+			first = (int)t;
+			assert_string_equal(f.out.found_by, "pulse");
+			assert_true(fabs(f.out.iops_ceiling_estimate - 20000) <= 0.005 * 20000);
+		}
+		assert_false(g.out.is_throttled);
+	}
+	print_message("flagged at the demand's second %d, %u reads\n", first + 1, f.n_reads);
+	assert_int_equal(first, 3);
+	assert_true(f.out.is_throttled);
+}
+
+/* Reads are wanted only in the first onset_horizon_sec of a demand, and
+ * dropped after. */
+static void test_reads_stop_after_the_onset(void **state)
+{
+	struct fed f = {0};
+
+	ceiling_params_default(&f.p);
+	ceiling_state_init(&f.st);
+	for (unsigned t = 0; t < 5; t++) {
+		feed_second(&f, 0, true);
+	}
+	for (unsigned t = 0; t < 20; t++) {
+		feed_second(&f, 20000, true);
+	}
+	assert_false(ceiling_state_wants_fine_reads(&f.st, &f.p));
+	assert_int_equal(f.st.n_fine, 0);
+	assert_int_equal(f.n_reads, 20 * (unsigned)f.p.onset_horizon_sec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +466,8 @@ int main(void)
 	    cmocka_unit_test(test_busy_devices_are_never_found),
 	    cmocka_unit_test(test_slices_of_enough_ios_are_found),
 	    cmocka_unit_test(test_late_reads_are_not_judged),
+	    cmocka_unit_test(test_the_detector_flags_a_cgroup_cap_by_its_pulses),
+	    cmocka_unit_test(test_reads_stop_after_the_onset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
