@@ -634,7 +634,7 @@ static int daemon_setup_sampling(struct daemon *d)
 	}
 	r = fine_reads_new(d->event, d->sampler, d->detect, &d->fine_reads);
 	if (r < 0) {
-		return log_error_errno(r, "Failed to create the device sampler: %m");
+		return log_error_errno(r, "Failed to allocate the reads between samples: %m");
 	}
 	r = history_new(d->cfg, &d->history);
 	if (r < 0) {

@@ -21,9 +21,7 @@ struct fine_reads {
 	struct sampler *sampler;
 	struct detect *detect;
 	sd_event_source *timer;
-	bool is_running;
 	uint64_t period_usec;
-	uint64_t next_usec; /* CLOCK_MONOTONIC of the next read */
 	char names[FINE_READS_MAX][DISKSTATS_NAME_MAX];
 	size_t n;
 	struct ratelimit log_ratelimit;
@@ -33,7 +31,7 @@ static int on_fine_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct fine_reads *f = userdata;
 	const char *names[FINE_READS_MAX];
-	uint64_t ios[FINE_READS_MAX], mono = 0, now = 0;
+	uint64_t ios[FINE_READS_MAX], mono = 0, now = 0, next;
 	int r;
 
 	for (size_t i = 0; i < f->n; i++) {
@@ -49,17 +47,26 @@ static int on_fine_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		}
 	}
 	/* a fixed pace; a stall skips the reads it missed (the pulse test
-	 * turns the uneven spacing down) */
+	 * turns the uneven spacing down); a timer that cannot be set again
+	 * stays off until the next sample starts it */
 	(void)sd_event_now(f->event, CLOCK_MONOTONIC, &now);
-	f->next_usec = usec + f->period_usec;
-	while (f->next_usec <= now) {
-		f->next_usec += f->period_usec;
+	next = usec + f->period_usec;
+	while (next <= now) {
+		next += f->period_usec;
 	}
-	if (sd_event_source_set_time(s, f->next_usec) < 0 ||
-	    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0) {
-		f->is_running = false;
+	if (sd_event_source_set_time(s, next) >= 0) {
+		(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	}
 	return 0;
+}
+
+/* Whether the timer is set (sd-event turns a oneshot off as it fires,
+ * and on_fine_timer() sets it again). */
+static bool is_running(const struct fine_reads *f)
+{
+	int enabled = SD_EVENT_OFF;
+
+	return f->timer && sd_event_source_get_enabled(f->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF;
 }
 
 int fine_reads_new(sd_event *event, struct sampler *sampler, struct detect *detect, struct fine_reads **ret)
@@ -98,17 +105,13 @@ static int start(struct fine_reads *f)
 	if (r < 0) {
 		return r;
 	}
-	f->next_usec = now + f->period_usec;
 	if (!f->timer) {
 		/* 1 us accuracy: reads that drift move their windows' edges */
-		r = sd_event_add_time(f->event, &f->timer, CLOCK_MONOTONIC, f->next_usec, 1, on_fine_timer,
-				      f);
-	} else {
-		r = sd_event_source_set_time(f->timer, f->next_usec);
-		r = r < 0 ? r : sd_event_source_set_enabled(f->timer, SD_EVENT_ONESHOT);
+		return sd_event_add_time(f->event, &f->timer, CLOCK_MONOTONIC, now + f->period_usec, 1,
+					 on_fine_timer, f);
 	}
-	f->is_running = r >= 0;
-	return r;
+	r = sd_event_source_set_time(f->timer, now + f->period_usec);
+	return r < 0 ? r : sd_event_source_set_enabled(f->timer, SD_EVENT_ONESHOT);
 }
 
 void fine_reads_after_sample(struct fine_reads *f)
@@ -126,14 +129,13 @@ void fine_reads_after_sample(struct fine_reads *f)
 		f->names[i][sizeof(f->names[i]) - 1] = '\0';
 	}
 	if (f->n == 0 || period == 0) {
-		if (f->is_running) {
+		if (is_running(f)) {
 			(void)sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
-			f->is_running = false;
 		}
 		return;
 	}
 	f->period_usec = period;
-	if (!f->is_running) {
+	if (!is_running(f)) {
 		r = start(f);
 		if (r < 0 && ratelimit_below(&f->log_ratelimit)) {
 			log_warning_errno(r, "Failed to schedule reads between samples: %m, ignoring.");

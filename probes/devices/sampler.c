@@ -768,6 +768,7 @@ int sampler_sample(struct sampler *s, struct sampler_snapshot **ret)
 int sampler_read_ios(struct sampler *s, const char *const *names, size_t n, uint64_t *ret_ios,
 		     uint64_t *ret_monotonic_usec)
 {
+	size_t n_lines;
 	int r, found = 0;
 
 	r = read_diskstats(s);
@@ -779,9 +780,11 @@ int sampler_read_ios(struct sampler *s, const char *const *names, size_t n, uint
 	if (r < 0) {
 		return r;
 	}
+	/* counted as the samples count them: an NVMe multipath head with its paths */
+	n_lines = multipath_fold(s->fine, (size_t)r);
 	for (size_t i = 0; i < n; i++) {
 		ret_ios[i] = UINT64_MAX;
-		for (size_t j = 0; j < (size_t)r; j++) {
+		for (size_t j = 0; j < n_lines; j++) {
 			if (strcmp(s->fine[j].name, names[i]) == 0) {
 				ret_ios[i] = s->fine[j].reads + s->fine[j].writes;
 				found++;

@@ -390,6 +390,30 @@ static void test_multipath_head_carries_its_hidden_paths_io(void **state)
 	sampler_env_teardown(&e);
 }
 
+/* A read between samples (the pulse test's, sampler_read_ios()) counts a
+ * device's I/Os as the samples do: the multipath head with its hidden
+ * paths' I/O; a name not there is UINT64_MAX; the clock is read with it. */
+static void test_reads_between_samples_count_as_the_samples_do(void **state)
+{
+	static const char *const names[] = {"nvme1n1", "nvme0n1", "sdz"};
+	struct sampler_env e;
+	struct sampler_snapshot *s;
+	uint64_t ios[3], mono = 0;
+
+	sampler_env_setup(&e, "nvme-multipath", NULL);
+	sampler_env_diskstats(&e, "diskstats.t1");
+	s = sampler_env_sample(&e, 0);
+	e.mono += 50000;
+	assert_int_equal(sampler_read_ios(e.s, names, 3, ios, &mono), 2);
+	assert_true(mono == e.mono);
+	assert_true(ios[0] == get(s, "nvme1n1")->raw.reads + get(s, "nvme1n1")->raw.writes);
+	assert_true(ios[0] > 0);
+	assert_true(ios[1] == get(s, "nvme0n1")->raw.reads + get(s, "nvme0n1")->raw.writes);
+	assert_true(ios[2] == UINT64_MAX);
+	sampler_snapshot_unref(s);
+	sampler_env_teardown(&e);
+}
+
 /* The head's hidden paths are its members, as an md array's are (found by
  * name where the kernel has no multipath/ links, as 6.1 has not), and a
  * namespace of one controller has none. */
@@ -942,6 +966,7 @@ int main(void)
 	    cmocka_unit_test(test_device_vanishing_and_returning_restarts_its_rates),
 	    cmocka_unit_test(test_kernel_4x_trees_sample_without_psi),
 	    cmocka_unit_test(test_multipath_head_carries_its_hidden_paths_io),
+	    cmocka_unit_test(test_reads_between_samples_count_as_the_samples_do),
 	    cmocka_unit_test(test_multipath_paths_are_the_heads_members),
 	    cmocka_unit_test(test_multipath_links_name_the_paths),
 	    cmocka_unit_test(test_psi_totals_are_in_the_snapshot),
