@@ -357,6 +357,8 @@ void ceiling_update(struct ceiling_state *st, const struct ceiling_params *p, co
 		}
 		if (!ceiling_state_wants_fine_reads(st, p)) {
 			st->n_fine = 0;
+		} else if (st->n_fine > 0) {
+			st->fine[st->n_fine - 1].is_before_sample = true;
 		}
 		ret->is_throttled = st->iops.is_active || st->throughput.is_active;
 		ret->is_saturated = r->utilization >= p->saturation;

@@ -16,6 +16,8 @@
 struct pulse_read {
 	uint64_t monotonic_usec; /* when it was read */
 	uint64_t ios;		 /* reads and writes completed, as /proc/diskstats counts them */
+	bool is_before_sample;	 /* a sample was taken after this read, before the next one
+				  * (ceiling_update()) */
 };
 
 struct pulse_params {

@@ -29,6 +29,7 @@ void shared_ceiling_params_default(struct shared_ceiling_params *ret)
 	    .held_below = 0.87,
 	    .min_members = 2,
 	};
+	shared_fine_params_default(&ret->fine);
 }
 
 int shared_ceiling_new(const struct ceiling_params *cp, const struct shared_ceiling_params *p,
@@ -83,6 +84,7 @@ struct evaluation {
 	double variance_ratio; /* the sum's variance over the sum of its parts' */
 	unsigned n_held;       /* members held below what they are known to do */
 	enum ceiling_stage found_by;
+	bool by_reads; /* the onset test judged fine.onset_sec, the reads between samples agreeing */
 };
 
 /* The sum of members m[0..k-1] over their last w samples as a series a
@@ -345,16 +347,17 @@ struct onset_copy {
 };
 
 /* The seconds the onset test judges, copied from tmp and x into *on: the
- * last onset_sec of a demand that rose from quiet, their made-up pair
- * merged (make_up_pair()). A merged pair is one second's evidence, not
- * two, so the copy then spans a second more, and waits for the demand to
- * be that old: busy disks make such pairs by chance, and merged, their sum
- * looks as flat as a group's 8 times as often (bench/README.md, "Shared
+ * last `sec` of a demand that rose from quiet, their made-up pair merged
+ * (make_up_pair()). A merged pair is one second's evidence, not two, so
+ * the copy then spans a second more, and waits for the demand to be that
+ * old: busy disks make such pairs by chance, and merged, their sum looks
+ * as flat as a group's 8 times as often (bench/README.md, "Shared
  * ceilings"). Returns the seconds copied, 0 for none. */
 static unsigned onset_copy(const struct shared_ceiling *sc, const struct ceiling_state *tmp,
-			   const double (*x)[SHARED_CEILING_MAX_MEMBERS], size_t k, struct onset_copy *on)
+			   const double (*x)[SHARED_CEILING_MAX_MEMBERS], size_t k, double sec,
+			   struct onset_copy *on)
 {
-	unsigned n = ceiling_state_onset_samples(tmp, &sc->cp, sc->p.onset_sec);
+	unsigned n = ceiling_state_onset_samples(tmp, &sc->cp, sec);
 
 	for (unsigned pass = 0; n > 1; pass++) {
 		on->st = *tmp;
@@ -362,22 +365,64 @@ static unsigned onset_copy(const struct shared_ceiling *sc, const struct ceiling
 		if (!make_up_pair(sc, &on->st, on->x, k, n) || pass == 1) {
 			return n;
 		}
-		n = ceiling_state_onset_samples(tmp, &sc->cp, sc->p.onset_sec + 1);
+		n = ceiling_state_onset_samples(tmp, &sc->cp, sec + 1);
 	}
 	return 0;
 }
 
+/* The onset test over the last `sec` seconds of the demand: the sum's
+ * seconds flat (onset_plateau()), the members held together
+ * (is_held_together()). */
+static bool onset_test(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
+		       const size_t *m, size_t k, const struct ceiling_state *tmp,
+		       const double (*x)[SHARED_CEILING_MAX_MEMBERS], double sec, struct evaluation *e)
+{
+	struct onset_copy *on = malloc(sizeof(*on));
+	unsigned n_on = on ? onset_copy(sc, tmp, x, k, sec, on) : 0;
+	bool is_shared = false;
+
+	if (n_on > 0 && onset_plateau(sc, &on->st, n_on, &e->level)) {
+		const double(*ox)[SHARED_CEILING_MAX_MEMBERS] =
+		    (const double(*)[SHARED_CEILING_MAX_MEMBERS])on->x;
+
+		e->found_by = CEILING_STAGE_ONSET;
+		is_shared =
+		    is_held_together(sc, devs, m, k, &on->st, ox, n_on, sc->p.onset_max_variance_ratio,
+				     onset_min_parts(sc, ox, k, n_on), e);
+	}
+	free(on);
+	return is_shared;
+}
+
+/* Whether members m[0..k-1]'s reads between samples show their sum held
+ * (shared_fine_test()): what lets the onset test judge fine.onset_sec
+ * seconds instead of onset_sec. */
+static bool reads_agree(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
+			const size_t *m, size_t k, struct evaluation *e)
+{
+	const struct pulse_read *reads[SHARED_CEILING_MAX_MEMBERS];
+	size_t n[SHARED_CEILING_MAX_MEMBERS];
+	double ratio;
+
+	for (size_t j = 0; j < k; j++) {
+		reads[j] = devs[m[j]].st->fine;
+		n[j] = devs[m[j]].st->n_fine;
+	}
+	e->by_reads = shared_fine_test(reads, n, k, &sc->p.fine, &sc->cp.pulse, &ratio);
+	return e->by_reads;
+}
+
 /* Whether members m[0..k-1] are held by one ceiling: the onset test on
- * their sum, then the window test (a plateau over the window), each with
- * is_held_together(). */
+ * their sum (over onset_sec, or fine.onset_sec when their reads between
+ * samples agree), then the window test (a plateau over the window), each
+ * with is_held_together(). */
 static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceiling_device *devs,
 		     const size_t *m, size_t k, struct evaluation *ret)
 {
 	double x[CEILING_WINDOW_MAX][SHARED_CEILING_MAX_MEMBERS];
 	const double(*cx)[SHARED_CEILING_MAX_MEMBERS] = (const double(*)[SHARED_CEILING_MAX_MEMBERS])x;
-	struct onset_copy *on = NULL;
 	struct ceiling_state *tmp = malloc(sizeof(*tmp));
-	unsigned w = common_samples(sc, devs, m, k), n_on;
+	unsigned w = common_samples(sc, devs, m, k);
 	struct evaluation e = {0};
 	bool is_shared = false;
 
@@ -385,21 +430,15 @@ static bool evaluate(const struct shared_ceiling *sc, const struct shared_ceilin
 		return false;
 	}
 	sum_series(sc, devs, m, k, w, tmp, x);
-	n_on = w > 0 && (on = malloc(sizeof(*on))) ? onset_copy(sc, tmp, cx, k, on) : 0;
-	if (n_on > 0) {
-		if (onset_plateau(sc, &on->st, n_on, &e.level)) {
-			const double(*ox)[SHARED_CEILING_MAX_MEMBERS] =
-			    (const double(*)[SHARED_CEILING_MAX_MEMBERS])on->x;
-
-			e.found_by = CEILING_STAGE_ONSET;
-			is_shared = is_held_together(sc, devs, m, k, &on->st, ox, n_on,
-						     sc->p.onset_max_variance_ratio,
-						     onset_min_parts(sc, ox, k, n_on), &e);
-		}
+	if (w > 0) {
+		is_shared = onset_test(sc, devs, m, k, tmp, cx, sc->p.onset_sec, &e) ||
+			    (sc->p.fine.onset_sec > 0 && sc->p.fine.onset_sec < sc->p.onset_sec &&
+			     reads_agree(sc, devs, m, k, &e) &&
+			     onset_test(sc, devs, m, k, tmp, cx, sc->p.fine.onset_sec, &e));
 	}
-	free(on);
 	if (!is_shared && w == window_of(sc) && ceiling_state_iops_plateau(tmp, &sc->cp, &e.level)) {
 		e.found_by = CEILING_STAGE_WINDOW;
+		e.by_reads = false;
 		is_shared = is_held_together(sc, devs, m, k, tmp, cx, w, sc->p.max_variance_ratio,
 					     window_min_parts(sc, tmp, e.level), &e);
 	}
@@ -471,8 +510,11 @@ static void adopt(struct shared_ceiling *sc, const struct shared_ceiling_device 
 		  size_t k, const struct evaluation *e)
 {
 	double level = e->level;
-	struct shared_ceiling_group g = {
-	    .n_members = (unsigned)k, .iops_estimate = level, .is_throttled = true, .found_by = e->found_by};
+	struct shared_ceiling_group g = {.n_members = (unsigned)k,
+					 .iops_estimate = level,
+					 .is_throttled = true,
+					 .found_by = e->found_by,
+					 .by_reads = e->by_reads};
 	const struct burst_model *bm = &sc->total.model;
 	size_t j = 0;
 

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "device.h"
 #include "diskstats.h"
+#include "shared_fine.h"
 
 #define SHARED_CEILING_MAX_GROUPS  4
 #define SHARED_CEILING_MAX_MEMBERS 16
@@ -25,6 +26,8 @@ struct shared_ceiling_params {
 	double onset_max_variance_ratio; /* ... and varying at most this share of its parts' (0.03) */
 	double held_below;		 /* a member held below this share of what it is known to do (0.87) */
 	unsigned min_members;		 /* devices that must queue together (2) */
+	struct shared_fine_params fine;	 /* the onset test over fewer seconds, when the members'
+					  * reads between samples show the sum held (shared_fine.h) */
 };
 
 void shared_ceiling_params_default(struct shared_ceiling_params *ret);
@@ -45,6 +48,8 @@ struct shared_ceiling_group {
 	double iops;		     /* their sum over the last interval */
 	bool is_throttled;	     /* the sum holds the level with requests waiting */
 	enum ceiling_stage found_by; /* the test that found the level: onset or window */
+	bool by_reads;		     /* the onset test over fine.onset_sec, the members' reads between
+				      * samples showing the sum held (shared_fine.h) */
 	unsigned n_above;	     /* samples in a row the sum did more */
 	/* the bucket learned from the candidates' sum (burst.h), where the
 	 * level is the base it settled to: an instance's burst */

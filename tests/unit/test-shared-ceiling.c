@@ -6,6 +6,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -685,6 +686,7 @@ struct group_run {
 	int first_found;		   /* sample at which a group was first throttled, -1 never */
 	double first_estimate;		   /* ... its estimate then */
 	enum ceiling_stage first_found_by; /* ... and the test that found it */
+	bool first_by_reads;		   /* ... with the reads between samples */
 };
 
 static struct device_rates rates(double iops, double queue, double util)
@@ -739,6 +741,7 @@ static void group_feed(struct group_run *g, const double *x)
 		g->first_found = (int)g->t;
 		g->first_estimate = groups[0].iops_estimate;
 		g->first_found_by = groups[0].found_by;
+		g->first_by_reads = groups[0].by_reads;
 	}
 	g->t++;
 }
@@ -997,6 +1000,147 @@ static void test_made_up_pairs_of_busy_disks_are_rarely_a_shared_ceiling(void **
 	assert_in_range(found, 0, 10);
 }
 
+/* Reads of /proc/diskstats every 50 ms in the VM lab's guest
+ * (tests/fixtures/shared-reads): microseconds since the first, and each
+ * device's I/Os completed since it. */
+#define TRACE_MAX 400
+
+struct reads_trace {
+	size_t n, k;
+	uint64_t usec[TRACE_MAX];
+	uint64_t ios[TRACE_MAX][3];
+};
+
+static void load_reads(const char *name, struct reads_trace *tr)
+{
+	char path[512], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/shared-reads/%s", SRCDIR, name);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	memset(tr, 0, sizeof(*tr));
+	while (fgets(line, sizeof(line), f) && tr->n < TRACE_MAX) {
+		unsigned long long t, c[3] = {0};
+		int got = line[0] == '#' ? 0 : sscanf(line, "%llu %llu %llu %llu", &t, &c[0], &c[1], &c[2]);
+
+		if (got >= 3) {
+			tr->k = (size_t)got - 1;
+			tr->usec[tr->n] = t;
+			for (size_t j = 0; j < 3; j++) {
+				tr->ios[tr->n][j] = c[j];
+			}
+			tr->n++;
+		}
+	}
+	fclose(f);
+	assert_true(tr->n > 200);
+}
+
+/* What the daemon makes of a trace: a sample every 20 reads from read
+ * `phase` on, each device's IOPS over them, its queue full and busy for
+ * the share of them that saw I/Os complete; with_reads, the reads between
+ * samples noted before each (the daemon keeps those of a demand's first
+ * seconds). Returns the sample at which every device first queued. */
+static int replay_reads(struct group_run *g, const struct reads_trace *tr, size_t phase, bool with_reads)
+{
+	int first_queued = -1;
+
+	for (size_t s = phase; s + 20 < tr->n; s += 20) {
+		double x[9] = {0}, sec = (double)(tr->usec[s + 20] - tr->usec[s]) / 1e6;
+		unsigned n_q = 0;
+
+		for (size_t j = 0; j < tr->k; j++) {
+			unsigned moving = 0;
+
+			for (size_t i = s + 1; i <= s + 20; i++) {
+				moving += tr->ios[i][j] > tr->ios[i - 1][j];
+				if (with_reads) {
+					ceiling_set_note_fine_read(g->set, g->names[j],
+								   1000000000 + tr->usec[i], tr->ios[i][j]);
+				}
+			}
+			x[3 * j] = (double)(tr->ios[s + 20][j] - tr->ios[s][j]) / sec;
+			x[3 * j + 1] = 15.8 * moving / 20;
+			x[3 * j + 2] = 100.0 * moving / 20;
+			n_q += moving >= 16; /* busy 80%: queueing, as the detector counts it */
+		}
+		if (first_queued < 0 && n_q == tr->k) {
+			first_queued = (int)g->t;
+		}
+		group_feed(g, x);
+	}
+	return first_queued;
+}
+
+static const char *const vdbcd[] = {"vdb", "vdc", "vdd"};
+
+/* A QEMU throttle group of 1500 over three volumes, read every 50 ms in
+ * three runs, sampled at three phases of the reads: with the reads
+ * between samples, found by the 5th or 6th second of the demand (the
+ * onset test over 5 s, the sum of its 200-ms windows at most 0.15 of its
+ * parts' variance); from its seconds alone, not before the 7th. */
+static void test_throttle_group_read_between_samples_is_found_sooner(void **state)
+{
+	static const char *const runs[] = {"group-1500-1.txt", "group-1500-2.txt", "group-1500-3.txt"};
+	static const size_t phases[] = {0, 7, 13};
+	struct reads_trace tr;
+
+	for (size_t r = 0; r < ELEMENTSOF(runs); r++) {
+		load_reads(runs[r], &tr);
+		for (size_t ph = 0; ph < ELEMENTSOF(phases); ph++) {
+			struct group_run g, alone;
+			int q, q_alone;
+
+			group_init(&g, vdbcd, 3);
+			group_idle(&g, 20);
+			q = replay_reads(&g, &tr, phases[ph], true);
+			group_init(&alone, vdbcd, 3);
+			group_idle(&alone, 20);
+			q_alone = replay_reads(&alone, &tr, phases[ph], false);
+			print_message(
+			    "%s, phase %zu: found at second %d of the demand with reads, %d without\n",
+			    runs[r], phases[ph], g.first_found - q + 1, alone.first_found - q_alone + 1);
+			assert_true(q > 0);
+			assert_in_range(g.first_found - q + 1, 5, 6);
+			assert_true(g.first_by_reads);
+			assert_near(g.first_estimate, 1500, 0.01);
+			assert_group_devices(only_group(&g), "vdb,vdc,vdd");
+			assert_true(alone.first_found < 0 || alone.first_found - q_alone + 1 >= 7);
+			group_done(&g);
+			group_done(&alone);
+		}
+	}
+}
+
+/* Three volumes each at a cap of its own (their 200-ms windows as flat
+ * as their sum's), two that nothing caps (the guest's CPU their limit,
+ * their windows wandering by 20% together): read between samples, at
+ * every phase, never a shared ceiling. */
+static void test_own_caps_and_busy_disks_read_between_samples_are_no_shared_ceiling(void **state)
+{
+	static const char *const runs[] = {"own-caps-500.txt", "busy-uncapped.txt"};
+	struct reads_trace tr;
+
+	for (size_t r = 0; r < ELEMENTSOF(runs); r++) {
+		load_reads(runs[r], &tr);
+		for (size_t phase = 0; phase < 20; phase++) {
+			struct group_run g;
+			const struct shared_ceiling_group *groups;
+
+			group_init(&g, vdbcd, tr.k);
+			group_idle(&g, 20);
+			(void)replay_reads(&g, &tr, phase, true);
+			if (g.first_found >= 0) {
+				fail_msg("%s, phase %zu: a shared ceiling found at sample %d", runs[r], phase,
+					 g.first_found);
+			}
+			assert_int_equal(shared_ceiling_groups(g.sc, &groups), 0);
+			group_done(&g);
+		}
+	}
+}
+
 /* An instance's burst (a QEMU throttle group with x-iops-total=1500,
  * x-iops-total-max=3000): three volumes of no cap of their own at 1000
  * each, then 500 each under the same demand. Each wanders on its own, so
@@ -1219,6 +1363,8 @@ int main(void)
 	    cmocka_unit_test(test_throttle_group_loaded_in_turn_is_found),
 	    cmocka_unit_test(test_throttle_group_with_a_made_up_pair_is_found_at_its_onset),
 	    cmocka_unit_test(test_throttle_group_of_steady_members_is_found_at_its_onset),
+	    cmocka_unit_test(test_throttle_group_read_between_samples_is_found_sooner),
+	    cmocka_unit_test(test_own_caps_and_busy_disks_read_between_samples_are_no_shared_ceiling),
 	    cmocka_unit_test(test_independent_caps_are_no_shared_ceiling),
 	    cmocka_unit_test(test_onsets_of_busy_disks_are_no_shared_ceiling),
 	    cmocka_unit_test(test_made_up_pairs_of_busy_disks_are_rarely_a_shared_ceiling),
