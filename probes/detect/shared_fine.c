@@ -149,8 +149,8 @@ bool shared_fine_test(const struct pulse_read *const *reads, const size_t *n, si
 	 * counts a burst of completions late makes one window of the sum
 	 * short and the next long (QEMU's group of 1500: 335 then 265 I/Os
 	 * in 200 ms), which one of the cuts puts in a window whole. Busy
-	 * disks that nothing caps pass under one cut or the other by chance
-	 * in about 1 of 90 (three of them, ten windows; bench/README.md) */
+	 * disks whose seconds pass the 5-s onset test by chance pass this
+	 * too in 0 to 3 onsets of 20000 (bench-shared-noise) */
 	for (size_t first = 0; first <= per / 2; first += per / 2) {
 		best = fmin(best, window_ratio(r, k, need, first, per, p->window_sec, p->min_wander));
 	}
