@@ -10,6 +10,10 @@
 
 #include "macro.h"
 
+/* reads_agree() hands shared_fine_test() every member of a group */
+_Static_assert(SHARED_CEILING_MAX_MEMBERS <= SHARED_FINE_MAX_MEMBERS,
+	       "a group's members are more than the reads test takes");
+
 struct shared_ceiling {
 	struct ceiling_params cp;
 	struct shared_ceiling_params p;

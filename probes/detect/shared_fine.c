@@ -2,7 +2,6 @@
 #include "shared_fine.h"
 
 #include <math.h>
-#include <stdbool.h>
 
 void shared_fine_params_default(struct shared_fine_params *ret)
 {

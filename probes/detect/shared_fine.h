@@ -2,7 +2,8 @@
  * share deals the same total out differently from one fraction of a
  * second to the next, so over windows of 200 ms their sum is far flatter
  * than its parts, as it is over seconds (three volumes under a QEMU group
- * of 1500: the sum's windows wander by 0.5%, each member's by 3%). The
+ * of 1500: the sum's windows wander by 0.3-1.8%, each member's by 2-10%;
+ * bench/shared-reads/run). The
  * members of a demand that rose from quiet are read every 50 ms already
  * (the pulse test's reads, in each one's ceiling state, at the same
  * instants): evidence within the seconds, which lets the sum's onset test

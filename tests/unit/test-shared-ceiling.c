@@ -1163,6 +1163,86 @@ static void test_throttle_group_read_between_samples_is_found_sooner(void **stat
 	}
 }
 
+/* shared_fine_test() on the 3 s of a recording's reads before the
+ * demand's `sec`-th sample, the samples every 20 reads from read `phase`
+ * on (each sample marked on the read before it, as ceiling_update() marks
+ * it); returns its ratio, *ret_held whether it held. */
+static double reads_ratio(const struct reads_trace *tr, size_t phase, unsigned sec, bool *ret_held)
+{
+	struct shared_fine_params p;
+	struct pulse_params pp;
+	struct pulse_read r[3][TRACE_MAX];
+	const struct pulse_read *reads[3] = {r[0], r[1], r[2]};
+	size_t n[3], start = 1, end;
+	double ratio;
+
+	shared_fine_params_default(&p);
+	pulse_params_default(&pp);
+	/* the demand: the first read after which every device saw I/Os */
+	for (bool moving = false; !moving && start < tr->n; start++) {
+		moving = true;
+		for (size_t j = 0; j < tr->k; j++) {
+			moving = moving && tr->ios[start][j] > tr->ios[start - 1][j];
+		}
+	}
+	end = start + phase + 20 * sec;
+	assert_true(end < tr->n);
+	for (size_t j = 0; j < tr->k; j++) {
+		for (size_t i = 0; i <= end; i++) {
+			r[j][i] = (struct pulse_read){.monotonic_usec = 1000000000 + tr->usec[i],
+						      .ios = tr->ios[i][j],
+						      .is_before_sample =
+							  i >= start && (i - start - phase) % 20 == 0};
+		}
+		n[j] = end + 1;
+	}
+	*ret_held = shared_fine_test(reads, n, tr->k, &p, &pp, &ratio);
+	return ratio;
+}
+
+/* The reads test itself on every recording, the samples at four phases,
+ * before the demand's 4th, 5th and 6th sample (bench/shared-reads/run
+ * --summarize takes the same): the groups' sums held (ratios 0.00-0.07
+ * where the test asks at most 0.15); the uncapped volumes' ratios at least
+ * 0.5 (0.67-1.92); the volumes at caps of their own not judged (their
+ * rates wander by less than 1%). */
+static void test_reads_test_on_the_recordings(void **state)
+{
+	static const char *const groups[] = {"group-1500-1.txt", "group-1500-2.txt", "group-1500-3.txt"};
+	struct reads_trace tr;
+	bool held;
+
+	for (size_t g = 0; g < ELEMENTSOF(groups); g++) {
+		load_reads(groups[g], &tr);
+		for (size_t phase = 0; phase < 20; phase += 5) {
+			for (unsigned sec = 4; sec <= 6; sec++) {
+				double ratio = reads_ratio(&tr, phase, sec, &held);
+
+				if (!held) {
+					fail_msg("%s, phase %zu, sample %u: not held (ratio %g)", groups[g],
+						 phase, sec, ratio);
+				}
+			}
+		}
+	}
+	load_reads("busy-uncapped.txt", &tr);
+	for (size_t phase = 0; phase < 20; phase += 5) {
+		for (unsigned sec = 4; sec <= 6; sec++) {
+			double ratio = reads_ratio(&tr, phase, sec, &held);
+
+			assert_false(held);
+			assert_true(ratio >= 0.5);
+		}
+	}
+	load_reads("own-caps-500.txt", &tr);
+	for (size_t phase = 0; phase < 20; phase += 5) {
+		for (unsigned sec = 4; sec <= 6; sec++) {
+			assert_true(isinf(reads_ratio(&tr, phase, sec, &held)));
+			assert_false(held);
+		}
+	}
+}
+
 /* Three volumes each at a cap of its own (their 200-ms windows as flat
  * as their sum's), two that nothing caps (the guest's CPU their limit,
  * their windows wandering by 20% together): read between samples, at
@@ -1414,6 +1494,7 @@ int main(void)
 	    cmocka_unit_test(test_throttle_group_with_a_made_up_pair_is_found_at_its_onset),
 	    cmocka_unit_test(test_throttle_group_of_steady_members_is_found_at_its_onset),
 	    cmocka_unit_test(test_throttle_group_read_between_samples_is_found_sooner),
+	    cmocka_unit_test(test_reads_test_on_the_recordings),
 	    cmocka_unit_test(test_own_caps_and_busy_disks_read_between_samples_are_no_shared_ceiling),
 	    cmocka_unit_test(test_independent_caps_are_no_shared_ceiling),
 	    cmocka_unit_test(test_onsets_of_busy_disks_are_no_shared_ceiling),
